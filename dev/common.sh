@@ -34,7 +34,7 @@ sbt() {
     -Dsbt.repository.config="$ROOT/project/repositories" \
     -Dsbt.override.build.repos=true \
     -Dsbt.server.forcestart=false -Dsbt.ci=true -Dsbt.supershell=false -Dsbt.color=false \
-    -jar "$SBT_JAR" "$@")
+    -jar "$SBT_JAR" "$@" </dev/null)
 }
 
 ensure_venv() {
@@ -53,7 +53,7 @@ ensure_venv() {
 ensure_package() {
   ensure_venv
   log "building sparkbloom.jar"
-  sbt -batch bundle
+  sbt bundle
   rm -rf "$ROOT/python/src/sparkbloom/jars"; mkdir -p "$ROOT/python/src/sparkbloom/jars"
   cp "$ROOT"/target/bundle/*.jar "$ROOT/python/src/sparkbloom/jars/"
   cp "$ROOT/project/jvm-flags.txt" "$ROOT/python/src/sparkbloom/jvm-flags.txt"

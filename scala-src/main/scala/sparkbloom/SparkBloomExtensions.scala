@@ -1,0 +1,23 @@
+package sparkbloom
+
+import org.apache.spark.sql.SparkSessionExtensions
+
+/**
+ * The class users name in `spark.sql.extensions`:
+ * {{{
+ *   spark-shell --jars sparkbloom.jar --conf spark.sql.extensions=sparkbloom.SparkBloomExtensions
+ *   SELECT * FROM events WHERE user_id = 42   -- skips files and row groups that cannot hold 42
+ * }}}
+ */
+class SparkBloomExtensions extends (SparkSessionExtensions => Unit) {
+  override def apply(ext: SparkSessionExtensions): Unit = {
+    // parser: CREATE / DROP / REFRESH / SHOW / DESCRIBE BLOOM INDEX (+ Databricks' BLOOMFILTER INDEX)
+    ext.injectParser((_, delegate) => new sql.BloomSqlParser(delegate))
+
+    // optimizer: push =, <=>, IN, IS NULL down to bloom indexes
+    ext.injectOptimizerRule(session => new optimizer.BloomSkippingRule(session))
+
+    // functions: sbbf_hash, sbbf_num_bytes, sbbf_agg, sbbf_might_contain
+    functions.BloomFunctions.all.foreach(ext.injectFunction)
+  }
+}

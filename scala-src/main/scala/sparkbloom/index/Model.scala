@@ -1,0 +1,38 @@
+package sparkbloom.index
+
+import org.apache.spark.sql.AnalysisException
+
+/** A table an index is defined on: a catalog table (`db.t`) or a Parquet path (parquet.`/data/t`). */
+sealed trait TableRef { def display: String }
+object TableRef {
+  final case class Catalog(name: String) extends TableRef { def display: String = name }
+  final case class Path(path: String) extends TableRef { def display: String = s"parquet.`$path`" }
+}
+
+/** One indexed column and its per-column options. */
+final case class ColumnSpec(name: String, fpp: Option[Double] = None, ndv: Option[Long] = None)
+
+/** What SHOW / DESCRIBE BLOOM INDEX and the Python `describe()` report. */
+final case class IndexDescription(
+    name: String,
+    table: String,
+    location: String,
+    columns: Seq[ColumnSpec],
+    fpp: Double,
+    ndv: Option[Long],
+    version: Long,
+    createdAtMillis: Long,
+    filesCovered: Long,
+    rowGroupsCovered: Long,
+    filtersHarvested: Long,
+    filtersScanned: Long,
+    sizeInBytes: Long,
+    filesInTable: Long,
+    filesNotCovered: Long,   // new or changed since the version was built: always read
+    filesDeleted: Long,      // in the index but gone from the table: ignored
+    problems: Seq[String]    // damage found while reading the index (those files are read)
+)
+
+/** A user error about a bloom index: bad DDL, unknown index or column, unsupported type, bad option. */
+class BloomIndexException(message: String, cause: Option[Throwable] = None)
+  extends AnalysisException(message, None, None, cause)

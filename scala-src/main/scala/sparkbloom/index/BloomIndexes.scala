@@ -1,17 +1,197 @@
 package sparkbloom.index
 
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.fs.{FileSystem, Path}
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.functions.{broadcast, col}
+import org.slf4j.LoggerFactory
+
+import sparkbloom.BloomConf
+import sparkbloom.encoding.SparkEncodings
+import sparkbloom.sbbf.Sizing
 
 /**
  * The one facade every front end calls: the SQL commands, the Scala API and (through
- * `sparkbloom.api.PythonApi`) the Python package. Errors are [[BloomIndexException]]s raised before
- * anything is written.
+ * `sparkbloom.api.PythonApi`) the Python package. User errors are [[BloomIndexException]]s raised before
+ * anything is written; a failed build leaves the previous version in force.
  */
 object BloomIndexes {
+  private val log = LoggerFactory.getLogger(getClass)
+
   def create(spark: SparkSession, table: TableRef, name: String, columns: Seq[ColumnSpec],
-             options: Map[String, String], ifNotExists: Boolean): IndexDescription = ???
-  def drop(spark: SparkSession, table: TableRef, name: String, ifExists: Boolean): Boolean = ???
-  def refresh(spark: SparkSession, table: TableRef, name: String, full: Boolean): IndexDescription = ???
-  def list(spark: SparkSession, table: TableRef): Seq[IndexDescription] = ???
-  def describe(spark: SparkSession, table: TableRef, name: String): IndexDescription = ???
+             options: Map[String, String], ifNotExists: Boolean): IndexDescription = {
+    checkName(name)
+    val t = TableResolver.resolve(spark, table, refresh = true)
+    val (fpp, ndv) = parseOptions(options, BloomConf.defaultFpp(spark))
+    val cols = resolveColumns(t, columns, fpp, ndv)
+    val dir = indexDir(spark, t, name)
+    val fs = dir.getFileSystem(spark.sessionState.newHadoopConf())
+    IndexStore.latestMeta(fs, dir)._1 match {
+      case Some(_) if ifNotExists => return describe(spark, table, name)
+      case Some(_) => throw new BloomIndexException(s"Bloom index $name already exists on ${t.display}")
+      case None =>
+    }
+    val next = IndexStore.versions(fs, dir).headOption.getOrElse(0L) + 1
+    buildVersion(spark, t, dir, name, cols, fpp, ndv, next, t.listFiles(), None)
+    describe(spark, table, name)
+  }
+
+  def drop(spark: SparkSession, table: TableRef, name: String, ifExists: Boolean): Boolean = {
+    val t = TableResolver.resolve(spark, table)
+    val dir = indexDir(spark, t, name)
+    val fs = dir.getFileSystem(spark.sessionState.newHadoopConf())
+    if (IndexStore.versions(fs, dir).isEmpty) {
+      if (ifExists) return false
+      throw new BloomIndexException(s"Bloom index $name does not exist on ${t.display}")
+    }
+    IndexStore.invalidate(dir)
+    fs.delete(dir, true)
+  }
+
+  def refresh(spark: SparkSession, table: TableRef, name: String, full: Boolean): IndexDescription = {
+    val t = TableResolver.resolve(spark, table, refresh = true)
+    val dir = indexDir(spark, t, name)
+    val fs = dir.getFileSystem(spark.sessionState.newHadoopConf())
+    val meta = IndexStore.latestMeta(fs, dir)._1.getOrElse(
+      throw new BloomIndexException(s"Bloom index $name does not exist on ${t.display}"))
+    val cols = resolveColumns(t, meta.columns.map(_.spec), meta.fpp, meta.ndv)
+    val files = t.listFiles()
+    val previous = if (full) None else {
+      val loaded = IndexStore.load(fs, spark.sessionState.newHadoopConf(), dir, meta)
+      if (loaded.problems.nonEmpty) None else Some(loaded)
+    }
+    buildVersion(spark, t, dir, name, cols, meta.fpp, meta.ndv, meta.version + 1, files, previous)
+    describe(spark, table, name)
+  }
+
+  def list(spark: SparkSession, table: TableRef): Seq[IndexDescription] = {
+    val t = TableResolver.resolve(spark, table)
+    val base = IndexStore.indexesDir(t.root, BloomConf.indexRoot(spark))
+    val fs = base.getFileSystem(spark.sessionState.newHadoopConf())
+    if (!fs.exists(base)) Nil
+    else fs.listStatus(base).toSeq.filter(_.isDirectory).map(_.getPath.getName).sorted
+      .filter(n => IndexStore.versions(fs, new Path(base, n)).nonEmpty)
+      .map(n => describeResolved(spark, t, n))
+  }
+
+  def describe(spark: SparkSession, table: TableRef, name: String): IndexDescription =
+    describeResolved(spark, TableResolver.resolve(spark, table), name)
+
+  // ---------------------------------------------------------------------------------------------
+
+  private def describeResolved(spark: SparkSession, t: ResolvedTable, name: String): IndexDescription = {
+    val dir = indexDir(spark, t, name)
+    val conf = spark.sessionState.newHadoopConf()
+    val fs = dir.getFileSystem(conf)
+    val (metaOpt, commitProblems) = IndexStore.latestMeta(fs, dir)
+    val meta = metaOpt.getOrElse(throw new BloomIndexException(s"Bloom index $name does not exist on ${t.display}"))
+    val loaded = IndexStore.load(fs, conf, dir, meta)
+    val files = t.listFiles()
+    val current = files.map(f => f.path -> f).toMap
+    val covered = files.count(f => loaded.files.get(f.path).exists(i => i.size == f.size && i.mtime == f.mtime))
+    IndexDescription(name, t.display, dir.toString, meta.columns.map(_.spec), meta.fpp, meta.ndv, meta.version,
+      meta.createdAtMillis, covered, loaded.files.valuesIterator.filter(f => current.contains(f.path)).map(_.rowGroups.size.toLong).sum,
+      meta.harvested, meta.scanned, meta.sizeInBytes, files.size, files.size - covered,
+      loaded.files.keysIterator.count(p => !current.contains(p)), commitProblems ++ loaded.problems)
+  }
+
+  private def buildVersion(spark: SparkSession, t: ResolvedTable, dir: Path, name: String, cols: Seq[IndexedColumn],
+                           fpp: Double, ndv: Option[Long], version: Long, files: Seq[DataFile],
+                           previous: Option[LoadedIndex]): Unit = {
+    val conf = spark.sessionState.newHadoopConf()
+    val fs = dir.getFileSystem(conf)
+    val dataDirName = s"v$version-${java.util.UUID.randomUUID().toString.take(8)}"
+    val dataDir = new Path(dir, dataDirName)
+    val unchanged = previous.map { p =>
+      files.filter(f => p.files.get(f.path).exists(i => i.size == f.size && i.mtime == f.mtime)).map(_.path).toSet
+    }.getOrElse(Set.empty[String])
+    try {
+      val stats = IndexBuilder.build(spark, files.filterNot(f => unchanged.contains(f.path)), cols,
+        BloomConf.harvest(spark), dataDir)
+      var carried = (0L, 0L, 0L, 0L, 0L, 0L) // files, rowGroups, entries, harvested, scanned, bytes
+      previous.filter(_ => unchanged.nonEmpty).foreach { p =>
+        import spark.implicits._
+        val keep = unchanged.toSeq.toDF("file_path")
+        spark.read.schema(IndexData.schema).parquet(new Path(dir, p.meta.dataDir).toString)
+          .join(broadcast(keep), Seq("file_path"), "left_semi")
+          .select(IndexData.schema.fieldNames.map(col).toSeq: _*)
+          .write.mode("append").parquet(dataDir.toString)
+        val kept = p.files.filter { case (path, _) => unchanged.contains(path) }.values
+        val entries = kept.flatMap(_.rowGroups).flatMap(_.columns.values)
+        carried = (kept.size.toLong, kept.map(_.rowGroups.size.toLong).sum, entries.size.toLong,
+          entries.count(_.source == "harvest").toLong, entries.count(_.source == "scan").toLong,
+          entries.map(e => if (e.filter == null) 0L else e.filter.numBytes.toLong).sum)
+      }
+      if (stats.skipped.nonEmpty) log.warn(s"bloom index $name: files not indexed: ${stats.skipped.mkString("; ")}")
+      val meta = IndexMeta(name, t.display, t.root.toString, cols, fpp, ndv, version, System.currentTimeMillis(),
+        dataDirName, stats.files + carried._1, stats.rowGroups + carried._2, stats.entries + carried._3,
+        stats.harvested + carried._4, stats.scanned + carried._5, stats.sizeInBytes + carried._6)
+      IndexStore.commit(fs, conf, dir, meta)
+      cleanOldVersions(fs, dir, keep = Set(dataDirName) ++ previous.map(_.meta.dataDir))
+    } catch {
+      case NonFatal(e) =>
+        try fs.delete(dataDir, true) catch { case NonFatal(_) => }
+        throw e
+    }
+  }
+
+  /** Removes data directories of versions older than the previous one (readers may still use that). */
+  private def cleanOldVersions(fs: FileSystem, dir: Path, keep: Set[String]): Unit = try {
+    val committed = IndexStore.versions(fs, dir)
+    val live = committed.take(2).flatMap(v => scala.util.Try(IndexStore.readMeta(fs, dir, v).dataDir).toOption).toSet ++ keep
+    fs.listStatus(dir).filter(s => s.isDirectory && s.getPath.getName.startsWith("v") && !live.contains(s.getPath.getName))
+      .filter(s => System.currentTimeMillis() - s.getModificationTime > 60000) // never a build in progress
+      .foreach(s => fs.delete(s.getPath, true))
+  } catch { case NonFatal(e) => log.warn(s"could not clean old versions of $dir: ${e.getMessage}") }
+
+  def indexDir(spark: SparkSession, t: ResolvedTable, name: String): Path =
+    new Path(IndexStore.indexesDir(t.root, BloomConf.indexRoot(spark)), name)
+
+  private def checkName(name: String): Unit =
+    if (!IndexStore.validName(name))
+      throw new BloomIndexException(s"Invalid bloom index name '$name': use letters, digits and underscores, starting with a letter or underscore")
+
+  private[sparkbloom] def parseOptions(options: Map[String, String], defaultFpp: Double): (Double, Option[Long]) = {
+    var fpp = defaultFpp; var ndv: Option[Long] = None
+    options.foreach { case (k, v) =>
+      k.toLowerCase(java.util.Locale.ROOT) match {
+        case "fpp" => fpp = parseFpp(v)
+        case "ndv" | "numitems" => ndv = Some(parseNdv(v))
+        case other => throw new BloomIndexException(s"Unknown bloom index option '$other' (supported: fpp, ndv)")
+      }
+    }
+    (fpp, ndv)
+  }
+
+  private def parseFpp(v: String): Double = {
+    val d = try v.trim.toDouble catch { case _: NumberFormatException => throw new BloomIndexException(s"Option fpp must be a number in (0, 1), got '$v'") }
+    if (!(d > 0 && d < 1)) throw new BloomIndexException(s"Option fpp must be in (0, 1), got $v")
+    d
+  }
+
+  private def parseNdv(v: String): Long = {
+    val n = try v.trim.toLong catch { case _: NumberFormatException => throw new BloomIndexException(s"Option ndv must be a positive integer, got '$v'") }
+    if (n <= 0) throw new BloomIndexException(s"Option ndv must be a positive integer, got $v")
+    n
+  }
+
+  private def resolveColumns(t: ResolvedTable, specs: Seq[ColumnSpec], fpp: Double, ndv: Option[Long]): Seq[IndexedColumn] = {
+    if (specs.isEmpty) throw new BloomIndexException("A bloom index needs at least one column")
+    val dupes = specs.groupBy(_.name.toLowerCase).collect { case (n, s) if s.size > 1 => n }
+    if (dupes.nonEmpty) throw new BloomIndexException(s"Column ${dupes.head} is listed more than once")
+    specs.map { s =>
+      if (t.partitionColumns.exists(_.equalsIgnoreCase(s.name)))
+        throw new BloomIndexException(s"Column ${s.name} is a partition column of ${t.display}; partition pruning already skips on it")
+      val field = t.dataSchema.fields.find(_.name == s.name).orElse(t.dataSchema.fields.find(_.name.equalsIgnoreCase(s.name)))
+        .getOrElse(throw new BloomIndexException(s"Column ${s.name} does not exist in ${t.display}; available columns: " +
+          t.dataSchema.fieldNames.mkString(", ")))
+      if (!SparkEncodings.indexable(field.dataType))
+        throw new BloomIndexException(s"Cannot index column ${field.name}: ${SparkEncodings.unsupportedReason(field.dataType)}")
+      s.fpp.foreach(f => if (!(f > 0 && f < 1)) throw new BloomIndexException(s"Option fpp of column ${s.name} must be in (0, 1), got $f"))
+      s.ndv.foreach(n => if (n <= 0) throw new BloomIndexException(s"Option ndv of column ${s.name} must be a positive integer, got $n"))
+      Sizing.checkFpp(s.fpp.getOrElse(fpp))
+      IndexedColumn(field.name, field.dataType.sql, s.fpp.getOrElse(fpp), s.ndv.orElse(ndv))
+    }
+  }
 }

@@ -1,0 +1,188 @@
+package sparkbloom.index
+
+import java.io.{ObjectInputStream, ObjectOutputStream}
+
+import scala.collection.mutable
+import scala.jdk.CollectionConverters._
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.apache.parquet.hadoop.ParquetFileReader
+import org.apache.parquet.hadoop.util.HadoopInputFile
+import org.apache.parquet.schema.MessageType
+import org.apache.spark.SparkException
+import org.apache.spark.sql.{Row, SparkSession}
+import org.apache.spark.util.{CollectionAccumulator, LongAccumulator}
+
+import sparkbloom.parquet.{ChunkHasher, Footers, FooterInfo, NativeFilters}
+import sparkbloom.sbbf.{InvalidBloomFilterException, Sbbf, Sizing}
+
+/** A data file as listed when the build started. */
+final case class DataFile(path: String, size: Long, mtime: Long)
+
+final case class BuildStats(files: Long, rowGroups: Long, entries: Long, harvested: Long, scanned: Long,
+                            sizeInBytes: Long, skipped: Seq[String])
+
+/**
+ * The build job: one task per group of data files. Each task reads the footer of its files, takes a
+ * valid native bloom filter where a column chunk has one (harvest), otherwise reads only the indexed
+ * columns' pages and hashes their values in the file's own physical type, sizes a filter from the
+ * chunk's actual distinct count and the target FPP, and emits one entry row per (file, row group, column).
+ * The rows are written as Parquet by Spark into a directory that is not visible until committed.
+ */
+object IndexBuilder {
+  private val EncryptedPrefix = "sparkbloom-encrypted: "
+
+  def build(spark: SparkSession, files: Seq[DataFile], columns: Seq[IndexedColumn], harvest: Boolean,
+            outDir: Path): BuildStats = {
+    val sc = spark.sparkContext
+    val conf = new SerializableConf(spark.sessionState.newHadoopConf())
+    val acc = Seq("rowGroups", "entries", "harvested", "scanned", "bytes").map(n => n -> sc.longAccumulator(s"sparkbloom.$n")).toMap
+    val skipped = sc.collectionAccumulator[String]("sparkbloom.skipped")
+    val slices = math.max(1, math.min(files.size, sc.defaultParallelism * 4))
+    val cols = columns.toArray
+    val rdd = sc.parallelize(files, slices).mapPartitions { it =>
+      it.flatMap(f => indexFile(f, cols, harvest, conf.value, acc, skipped))
+    }
+    sc.setJobDescription(s"sparkbloom: index ${files.size} files")
+    try {
+      spark.createDataFrame(rdd, IndexData.schema).write
+        .option("parquet.page.write-checksum.enabled", "true")
+        .parquet(outDir.toString)
+    } catch {
+      case e: Exception if rootMessage(e).exists(_.contains(EncryptedPrefix)) =>
+        throw new BloomIndexException(rootMessage(e).get.substring(rootMessage(e).get.indexOf(EncryptedPrefix) + EncryptedPrefix.length))
+    } finally sc.setJobDescription(null)
+    BuildStats(files.size - skipped.value.size, acc("rowGroups").value, acc("entries").value, acc("harvested").value,
+      acc("scanned").value, acc("bytes").value, skipped.value.asScala.toSeq)
+  }
+
+  private def rootMessage(e: Throwable): Option[String] = {
+    var t: Throwable = e; var found: Option[String] = None
+    while (t != null && found.isEmpty) { if (t.getMessage != null && t.getMessage.contains(EncryptedPrefix)) found = Some(t.getMessage); t = t.getCause }
+    found
+  }
+
+  private def indexFile(f: DataFile, cols: Array[IndexedColumn], harvest: Boolean, conf: Configuration,
+                        acc: Map[String, LongAccumulator], skipped: CollectionAccumulator[String]): Seq[Row] = {
+    val path = new Path(f.path)
+    val input = HadoopInputFile.fromPath(path, conf)
+    val reader = try ParquetFileReader.open(input) catch {
+      case e: Exception if isCrypto(e) =>
+        throw new SparkException(s"${EncryptedPrefix}cannot index ${f.path}: its footer is encrypted and sparkbloom " +
+          "does not copy membership of encrypted data into an unencrypted index")
+      case NonFatal(e) => skipped.add(s"${f.path}: not a readable Parquet file (${e.getMessage})"); return Nil
+    }
+    try {
+      val footer = Footers.fromMetadata(reader.getFooter, input.getLength)
+      for (c <- cols; rg <- footer.rowGroups.indices; ch <- footer.chunk(rg, c.name) if ch.encrypted)
+        throw new SparkException(s"${EncryptedPrefix}cannot index column ${c.name}: it is encrypted in ${f.path}; " +
+          "sparkbloom does not copy membership of encrypted values into an unencrypted index")
+      val out = mutable.Buffer[Row]()
+      val perRg = footer.rowGroups.indices.map(rg => cols.map(c => rg -> c))
+      val entriesPerFile = footer.rowGroups.size * cols.length
+      // Decide per chunk: harvest, scan, or "no filter". Scans need the pages, read row group by row group.
+      val toScan = mutable.Map[(Int, String), ColumnPlan]()
+      val plans = for (rg <- footer.rowGroups.indices; c <- cols) yield {
+        val p = plan(f, footer, rg, c, harvest, input, acc)
+        if (p.scan) toScan((rg, c.name)) = p
+        (rg, c, p)
+      }
+      if (toScan.nonEmpty) scanChunks(reader, footer, toScan, cols, acc)
+      for ((rg, c, p) <- plans) {
+        val r = footer.rowGroups(rg)
+        val bytes = if (p.filter == null) null else p.filter.toBytes
+        if (bytes != null) acc("bytes").add(bytes.length)
+        acc("entries").add(1)
+        out += Row(f.path, f.size, f.mtime, entriesPerFile, rg, r.start, r.end, r.numRows, c.name,
+          p.encoding.map(_.physical).orNull, p.encoding.map(_.logical).orNull, p.encoding.map(_.typeLength).getOrElse(0),
+          p.encoding.exists(_.rebase), p.hasNull, p.nonNull, p.ndv, p.source, bytes,
+          if (bytes == null) 0L else IndexStore.crc32(bytes))
+      }
+      acc("rowGroups").add(footer.rowGroups.size)
+      out.toSeq
+    } finally reader.close()
+  }
+
+  private def isCrypto(e: Throwable): Boolean = {
+    var t = e; var found = false
+    while (t != null && !found) { found = t.getClass.getName.contains("Crypto") || String.valueOf(t.getMessage).contains("encrypted"); t = t.getCause }
+    found
+  }
+
+  private final class ColumnPlan(var encoding: Option[sparkbloom.hash.ColumnEncoding], var hasNull: Boolean,
+                                 var nonNull: Long, var ndv: Long, var filter: Sbbf, var source: String,
+                                 val scan: Boolean, val column: IndexedColumn)
+
+  private def plan(f: DataFile, footer: FooterInfo, rg: Int, c: IndexedColumn, harvest: Boolean,
+                   input: HadoopInputFile, acc: Map[String, LongAccumulator]): ColumnPlan = {
+    val rows = footer.rowGroups(rg).numRows
+    footer.chunk(rg, c.name) match {
+      case None => // column absent from this file: Spark reads it as all nulls
+        new ColumnPlan(None, rows > 0, 0L, 0L, Sbbf.empty(32), "absent", scan = false, c)
+      case Some(ch) if ch.encoding.isEmpty =>
+        new ColumnPlan(None, true, -1L, -1L, null, "unsupported-encoding", scan = false, c)
+      case Some(ch) =>
+        val harvested = if (!harvest || ch.bloomOffset.isEmpty) None else {
+          try Some(NativeFilters.read(input, footer.fileLength, ch.bloomOffset.get, ch.bloomLength))
+          catch { case _: InvalidBloomFilterException | _: java.io.IOException => None } // corrupt: scan instead
+        }
+        harvested match {
+          case Some(filter) =>
+            acc("harvested").add(1)
+            val nulls = ch.nullCount
+            new ColumnPlan(ch.encoding, nulls.forall(_ > 0), nulls.map(rows - _).getOrElse(-1L), -1L, filter, "harvest", scan = false, c)
+          case None => new ColumnPlan(ch.encoding, true, -1L, -1L, null, "scan", scan = true, c)
+        }
+    }
+  }
+
+  private def scanChunks(reader: ParquetFileReader, footer: FooterInfo, toScan: mutable.Map[(Int, String), ColumnPlan],
+                         cols: Array[IndexedColumn], acc: Map[String, LongAccumulator]): Unit = {
+    val names = toScan.keys.map(_._2).toSeq.distinct.flatMap(footer.fieldName)
+    val projection = new MessageType(footer.schema.getName, names.map(n => footer.schema.getFields.get(footer.schema.getFieldIndex(n))).asJava)
+    reader.setRequestedSchema(projection)
+    var rg = 0
+    while (rg < footer.rowGroups.size) {
+      val wanted = cols.flatMap(c => toScan.get((rg, c.name)))
+      if (wanted.isEmpty) reader.skipNextRowGroup()
+      else {
+        val pages = reader.readNextRowGroup()
+        for (p <- wanted) {
+          val field = footer.fieldName(p.column.name).get
+          val desc = projection.getColumnDescription(Array(field))
+          val h = ChunkHasher.hash(pages, projection, desc, footer.createdBy)
+          val ndv = ChunkHasher.distinct(h.hashes, h.count)
+          val target = p.column.ndv.map(cap => math.min(cap, ndv.toLong)).getOrElse(ndv.toLong)
+          val filter = Sbbf.empty(IndexSizing.bytesFor(target, p.column.fpp))
+          filter.insertAll(h.hashes, 0, ndv)
+          p.filter = filter; p.hasNull = h.nulls > 0; p.nonNull = h.count; p.ndv = ndv
+          acc("scanned").add(1)
+        }
+      }
+      rg += 1
+    }
+  }
+}
+
+/**
+ * Filter size for a chunk of `ndv` distinct values: the smallest whole number of blocks whose FPP under
+ * Putze's model meets the target (the spec allows any block count), rather than the next power of two,
+ * which can double the size for nothing.
+ */
+object IndexSizing {
+  private val bitsPerValueCache = new java.util.concurrent.ConcurrentHashMap[java.lang.Double, java.lang.Double]()
+  def bytesFor(ndv: Long, fpp: Double): Int = {
+    if (ndv <= 0) return Sbbf.MinBytes
+    val bpv = bitsPerValueCache.computeIfAbsent(fpp, f => Sizing.bitsPerValue(f)).doubleValue()
+    val blocks = math.ceil(ndv * bpv / 256.0)
+    math.min(math.max(blocks, 1.0) * 32, Sbbf.MaxBytes.toDouble).toInt
+  }
+}
+
+/** Hadoop's Configuration, shippable to tasks. */
+final class SerializableConf(@transient var value: Configuration) extends Serializable {
+  private def writeObject(out: ObjectOutputStream): Unit = { out.defaultWriteObject(); value.write(out) }
+  private def readObject(in: ObjectInputStream): Unit = { value = new Configuration(false); value.readFields(in) }
+}

@@ -1,0 +1,72 @@
+package sparkbloom.index
+
+import org.apache.spark.sql.types._
+
+import sparkbloom.hash.ColumnEncoding
+import sparkbloom.sbbf.Sbbf
+
+/**
+ * The in-memory form of one index version. One [[ColumnFilter]] per (file, row group, column).
+ *
+ * `filter == null` means "no usable filter" (unknown encoding, unreadable): always might match.
+ * `nonNull == 0` means the chunk holds only nulls (or the column is absent from that file).
+ */
+final case class ColumnFilter(encoding: ColumnEncoding, hasNull: Boolean, nonNull: Long, filter: Sbbf,
+                              source: String, ndv: Long)
+
+final case class RowGroupEntry(ordinal: Int, start: Long, end: Long, numRows: Long, columns: Map[String, ColumnFilter])
+
+final case class IndexedFile(path: String, size: Long, mtime: Long, rowGroups: IndexedSeq[RowGroupEntry])
+
+/** A committed version as loaded for planning. `problems` lists the damage found while loading. */
+final case class LoadedIndex(meta: IndexMeta, files: Map[String, IndexedFile], problems: Seq[String]) {
+  def sizeInBytes: Long = files.valuesIterator.flatMap(_.rowGroups).flatMap(_.columns.values)
+    .map(c => if (c.filter == null) 0L else c.filter.numBytes.toLong).sum
+}
+
+/** Metadata of one committed version, stored as the commit file's JSON. */
+final case class IndexMeta(
+    name: String,
+    table: String,
+    tableRoot: String,
+    columns: Seq[IndexedColumn],
+    fpp: Double,
+    ndv: Option[Long],
+    version: Long,
+    createdAtMillis: Long,
+    dataDir: String,
+    files: Long,
+    rowGroups: Long,
+    entries: Long,
+    harvested: Long,
+    scanned: Long,
+    sizeInBytes: Long)
+
+final case class IndexedColumn(name: String, dataType: String, fpp: Double, ndv: Option[Long]) {
+  def sparkType: DataType = DataType.fromDDL(dataType)
+  def spec: ColumnSpec = ColumnSpec(name, Some(fpp), ndv)
+}
+
+object IndexData {
+  /** The Parquet schema of the entries table (one row per file, row group and column). */
+  val schema: StructType = StructType(Seq(
+    StructField("file_path", StringType, nullable = false),
+    StructField("file_size", LongType, nullable = false),
+    StructField("file_mtime", LongType, nullable = false),
+    StructField("file_entries", IntegerType, nullable = false),
+    StructField("row_group", IntegerType, nullable = false),
+    StructField("rg_start", LongType, nullable = false),
+    StructField("rg_end", LongType, nullable = false),
+    StructField("num_rows", LongType, nullable = false),
+    StructField("column", StringType, nullable = false),
+    StructField("physical_type", StringType, nullable = true),
+    StructField("logical_type", StringType, nullable = true),
+    StructField("type_length", IntegerType, nullable = false),
+    StructField("legacy_calendar", BooleanType, nullable = false),
+    StructField("has_null", BooleanType, nullable = false),
+    StructField("non_null", LongType, nullable = false),
+    StructField("ndv", LongType, nullable = false),
+    StructField("source", StringType, nullable = false),
+    StructField("bloom_filter", BinaryType, nullable = true),
+    StructField("bloom_crc32", LongType, nullable = false)))
+}

@@ -1,0 +1,64 @@
+package sparkbloom.index
+
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, Project, SubqueryAlias, View}
+import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
+import org.apache.spark.sql.types.StructType
+
+/** A Parquet table resolved for indexing: where it lives, its columns and its files right now. */
+final case class ResolvedTable(ref: TableRef, root: Path, relation: HadoopFsRelation) {
+  def dataSchema: StructType = relation.dataSchema
+  def partitionColumns: Seq[String] = relation.partitionSchema.fieldNames.toSeq
+  def display: String = ref.display
+
+  def listFiles(): Seq[DataFile] = relation.location.listFiles(Nil, Nil).flatMap(_.files).map { f =>
+    DataFile(f.getPath.toString, f.getLen, f.getModificationTime)
+  }
+}
+
+object TableResolver {
+  def resolve(spark: SparkSession, ref: TableRef, refresh: Boolean = false): ResolvedTable = {
+    val plan: LogicalPlan = ref match {
+      case TableRef.Catalog(name) =>
+        val ident = try spark.sessionState.sqlParser.parseTableIdentifier(name) catch {
+          case NonFatal(_) => throw new BloomIndexException(s"'$name' is not a valid table name")
+        }
+        if (!spark.sessionState.catalog.tableExists(ident))
+          throw new BloomIndexException(s"Table or view not found: $name")
+        if (refresh) spark.catalog.refreshTable(name)
+        spark.table(name).queryExecution.analyzed
+      case TableRef.Path(path) =>
+        val p = new Path(path)
+        val fs = p.getFileSystem(spark.sessionState.newHadoopConf())
+        if (!fs.exists(p)) throw new BloomIndexException(s"Path does not exist: $path")
+        spark.read.parquet(path).queryExecution.analyzed
+    }
+    relationOf(plan) match {
+      case Some((rel, catalogLocation)) =>
+        val roots = rel.location.rootPaths
+        val root = catalogLocation.map(new Path(_)).getOrElse {
+          if (roots.size != 1) throw new BloomIndexException(s"${ref.display} has ${roots.size} root paths; a bloom index needs a single table root")
+          roots.head
+        }
+        val fs = root.getFileSystem(spark.sessionState.newHadoopConf())
+        ResolvedTable(ref, fs.makeQualified(root), rel)
+      case None =>
+        throw new BloomIndexException(s"${ref.display} is not a Parquet table: bloom indexes support catalog tables " +
+          "USING parquet and Parquet paths (parquet.`/path`)")
+    }
+  }
+
+  /** The Parquet relation under a plain scan (aliases, projections, views allowed). */
+  def relationOf(plan: LogicalPlan): Option[(HadoopFsRelation, Option[java.net.URI])] = plan match {
+    case LogicalRelation(rel: HadoopFsRelation, _, table, _, _) if rel.fileFormat.isInstanceOf[ParquetFileFormat] =>
+      Some((rel, table.map(_.location)))
+    case SubqueryAlias(_, child) => relationOf(child)
+    case Project(_, child) => relationOf(child)
+    case v: View => relationOf(v.child)
+    case _ => None
+  }
+}

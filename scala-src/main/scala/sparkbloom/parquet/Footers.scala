@@ -1,0 +1,69 @@
+package sparkbloom.parquet
+
+import scala.jdk.CollectionConverters._
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.apache.parquet.hadoop.ParquetFileReader
+import org.apache.parquet.hadoop.metadata.{BlockMetaData, ColumnChunkMetaData, ParquetMetadata}
+import org.apache.parquet.hadoop.util.HadoopInputFile
+import org.apache.parquet.schema.MessageType
+
+import sparkbloom.hash.ColumnEncoding
+
+/** A row group as the index needs it: its ordinal, its byte range in the file and its row count. */
+final case class RowGroupRange(ordinal: Int, start: Long, end: Long, numRows: Long)
+
+/** One indexed column in one row group. */
+final case class ChunkInfo(column: String, encoding: Option[ColumnEncoding], nullCount: Option[Long],
+                           bloomOffset: Option[Long], bloomLength: Option[Int], encrypted: Boolean)
+
+/** Footer facts of one Parquet file, for a set of top-level columns. */
+final case class FooterInfo(rowGroups: IndexedSeq[RowGroupRange], fileLength: Long, schema: MessageType,
+                            keyValueMetadata: java.util.Map[String, String], createdBy: String,
+                            blocks: IndexedSeq[BlockMetaData]) {
+
+  /** The file's top-level field name for `column` (exact match first, then case-insensitive). */
+  def fieldName(column: String): Option[String] = {
+    val names = schema.getFields.asScala.map(_.getName)
+    names.find(_ == column).orElse(names.find(_.equalsIgnoreCase(column)))
+  }
+
+  def chunk(rowGroup: Int, column: String): Option[ChunkInfo] = fieldName(column).flatMap { name =>
+    val field = schema.getFields.get(schema.getFieldIndex(name))
+    blocks(rowGroup).getColumns.asScala.find(c => c.getPath.size() == 1 && c.getPath.toArray.head == name).map { c =>
+      val stats = try Option(c.getStatistics) catch { case _: Exception => None }
+      ChunkInfo(name, FileEncodings.of(field, keyValueMetadata),
+        stats.filter(s => s.isNumNullsSet).map(_.getNumNulls),
+        Some(c.getBloomFilterOffset).filter(_ >= 0),
+        Some(c.getBloomFilterLength).filter(_ > 0),
+        c.isEncrypted)
+    }
+  }
+}
+
+object Footers {
+  def read(conf: Configuration, path: Path): FooterInfo = {
+    val input = HadoopInputFile.fromPath(path, conf)
+    val reader = ParquetFileReader.open(input)
+    try fromMetadata(reader.getFooter, input.getLength) finally reader.close()
+  }
+
+  /**
+   * Row group i covers bytes [start_i, start_{i+1}) (the last one up to the footer). Spark's reader keeps
+   * a row group in a split when its midpoint lies in the split, and every midpoint lies in its own range,
+   * so intersecting a split with these ranges selects exactly the same row groups.
+   */
+  def fromMetadata(md: ParquetMetadata, fileLength: Long): FooterInfo = {
+    val blocks = md.getBlocks.asScala.toIndexedSeq
+    val starts = blocks.map(_.getStartingPos)
+    val sortedStarts = starts.sorted
+    val ranges = blocks.indices.map { i =>
+      val next = sortedStarts.find(_ > starts(i))
+      val end = next.getOrElse(fileLength)
+      RowGroupRange(i, starts(i), math.max(end, starts(i) + 1), blocks(i).getRowCount)
+    }
+    val fmd = md.getFileMetaData
+    FooterInfo(ranges, fileLength, fmd.getSchema, fmd.getKeyValueMetaData, fmd.getCreatedBy, blocks)
+  }
+}

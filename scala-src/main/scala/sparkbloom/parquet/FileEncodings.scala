@@ -44,7 +44,9 @@ object FileEncodings {
         case t if t.startsWith("TIMESTAMP") => legacyDate
         case _ => physical == PrimitiveTypeName.INT96 && legacyInt96
       }
-      ColumnEncoding(physical.name(), l,
+      // parquet-java calls BYTE_ARRAY "BINARY"; the index uses the format's names.
+      val physicalName = if (physical == PrimitiveTypeName.BINARY) "BYTE_ARRAY" else physical.name()
+      ColumnEncoding(physicalName, l,
         if (physical == PrimitiveTypeName.FIXED_LEN_BYTE_ARRAY) p.getTypeLength else 0, rebase)
     }
   }

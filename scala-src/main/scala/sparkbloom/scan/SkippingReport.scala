@@ -1,6 +1,7 @@
 package sparkbloom.scan
 
-import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
+import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 
 /** What a bloom index did for one scan: kept / total files and row groups. */
 final case class ScanSkipping(
@@ -13,7 +14,15 @@ final case class ScanSkipping(
     rowGroupsKept: Long,
     filesNotCovered: Long)  // read because they are new/changed/not in the index
 
-object SkippingReport {
+object SkippingReport extends AdaptiveSparkPlanHelper {
   /** The skipping of every bloom-pruned scan in an executed plan (after the query ran). */
-  def forPlan(plan: SparkPlan): Seq[ScanSkipping] = ???
+  def forPlan(plan: SparkPlan): Seq[ScanSkipping] = collectWithSubqueries(plan) {
+    case s: FileSourceScanExec if s.relation.location.isInstanceOf[BloomSkippingFileIndex] =>
+      s.relation.location.asInstanceOf[BloomSkippingFileIndex].lastSkipping
+  }.flatten
+
+  @volatile private var last: Option[ScanSkipping] = None
+  private[scan] def record(s: ScanSkipping): Unit = last = Some(s)
+  /** The most recent pruning decision in this JVM (for tools and tests). */
+  def lastRecorded: Option[ScanSkipping] = last
 }

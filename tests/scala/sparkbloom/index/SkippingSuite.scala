@@ -1,0 +1,82 @@
+package sparkbloom.index
+
+import org.apache.spark.sql.functions._
+import org.scalatest.funsuite.AnyFunSuite
+
+import sparkbloom.testing.LocalSpark
+
+class SkippingSuite extends AnyFunSuite with LocalSpark {
+
+  private lazy val table: String = {
+    val dir = tempDir("skip") + "/t"
+    spark.range(0, 20000, 1, 20)
+      .select(col("id"), concat(lit("user-"), col("id")).as("email"), (col("id") % 7).cast("int").as("bucket"),
+        when(col("id") % 1000 === 0, lit(null)).otherwise(col("id") * 1.5).as("score"))
+      .write.parquet(dir)
+    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id"), ColumnSpec("email"), ColumnSpec("score")),
+      Map.empty, ifNotExists = false)
+    dir
+  }
+  private def df = spark.read.parquet(table)
+
+  test("a point lookup of a present key reads one file and returns the same rows as without the index") {
+    val o = compare(df.where(col("id") === 12345L))
+    assert(o.on == o.off)
+    assert(o.on.size == 1)
+    assert(o.filesRead == 1)
+    assert(o.skipping.head.filesTotal == 20 && o.skipping.head.filesKept == 1)
+  }
+
+  test("a lookup of an absent key reads no file") {
+    val o = compare(df.where(col("email") === "nobody@example.com"))
+    assert(o.on == o.off && o.on.isEmpty)
+    assert(o.filesRead == 0)
+  }
+
+  test("IN, <=>, IS NULL and AND/OR combinations agree with the unindexed answer") {
+    val queries = Seq(
+      df.where(col("id").isin(1L, 5000L, 19999L, 123456789L)),
+      df.where(col("id") <=> 77L),
+      df.where(col("score").isNull),
+      df.where(col("score") === 0.0),
+      df.where(col("id") === 10L || col("email") === "user-15000"),
+      df.where(col("id") === 10L && col("email") === "user-15000"),
+      df.where(col("id") === 10L && col("bucket") === 3),
+      df.where(not(col("id") === 10L)),
+      df.where(col("id").isin((0L until 200L).map(_ * 97): _*)))
+    for (q <- queries) { val o = compare(q); assert(o.on == o.off, q.queryExecution.analyzed.toString) }
+    val and = compare(df.where(col("id") === 10L && col("email") === "user-15000"))
+    assert(and.filesRead == 0)
+    val or = compare(df.where(col("id") === 10L || col("email") === "user-15000"))
+    assert(or.filesRead == 2 && or.on.size == 2)
+  }
+
+  test("a file changed after the index was built is always read") {
+    val dir = tempDir("stale") + "/t"
+    spark.range(0, 100, 1, 4).write.parquet(dir)
+    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id")), Map.empty, ifNotExists = false)
+    spark.range(1000, 1010, 1, 1).write.mode("append").parquet(dir)
+    val o = compare(spark.read.parquet(dir).where(col("id") === 1005L))
+    assert(o.on == o.off && o.on.size == 1)
+    val d = BloomIndexes.describe(spark, TableRef.Path(dir), "ix")
+    assert(d.filesNotCovered == 1 && d.filesCovered == 4)
+    BloomIndexes.refresh(spark, TableRef.Path(dir), "ix", full = false)
+    val d2 = BloomIndexes.describe(spark, TableRef.Path(dir), "ix")
+    assert(d2.filesNotCovered == 0 && d2.filesCovered == 5 && d2.version == 2)
+    val o2 = compare(spark.read.parquet(dir).where(col("id") === 1005L))
+    assert(o2.on == o2.off && o2.filesRead == 1)
+  }
+
+  test("row groups that cannot match are not read inside a kept file") {
+    val dir = tempDir("rg") + "/t"
+    spark.range(0, 200000, 1, 1).select(col("id"), sha2(col("id").cast("string"), 256).as("h"))
+      .write.option("parquet.block.size", 256 * 1024).parquet(dir)
+    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("h")), Map.empty, ifNotExists = false)
+    val target = spark.read.parquet(dir).where(col("id") === 123456L).select("h").head().getString(0)
+    val o = compare(spark.read.parquet(dir).where(col("h") === target))
+    assert(o.on == o.off && o.on.size == 1)
+    val s = o.skipping.head
+    assert(s.rowGroupsTotal > 2, s)
+    assert(s.rowGroupsKept == 1, s)
+  }
+}

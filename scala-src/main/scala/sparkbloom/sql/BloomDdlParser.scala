@@ -106,9 +106,9 @@ private final class BloomDdlParser(in: TokenCursor) {
     tableRef()
   }
 
-  /** `IF NOT EXISTS` / `IF EXISTS`, when IF is followed by the next word (else IF is an index name). */
+  /** `IF NOT EXISTS` / `IF EXISTS`; IF directly followed by ON is an index name instead. */
   private def ifPresent(words: String*): Boolean =
-    if (in.peek.isWord("IF") && in.peekAt(1).isWord(words.head)) {
+    if (in.peek.isWord("IF") && !in.peekAt(1).isWord("ON")) {
       in.next()
       words.foreach(in.expectWord)
       true

@@ -8,11 +8,11 @@ import org.apache.spark.sql.catalyst.trees.Origin
  * with Spark's `PARSE_SYNTAX_ERROR` condition, so they read (and are caught) like any other syntax
  * error:
  * {{{
- *   [PARSE_SYNTAX_ERROR] Syntax error at or near '1.5': fpp must be between 0 and 1 (exclusive). SQLSTATE: 42601 (line 1, pos 47)
+ *   [PARSE_SYNTAX_ERROR] Syntax error at or near '1.5': fpp must be between 0 and 1 (exclusive), got 1.5. SQLSTATE: 42601 (line 1, pos 45)
  *
  *   == SQL ==
  *   CREATE BLOOM INDEX i ON t (c) OPTIONS (fpp = 1.5)
- *   -----------------------------------------------^^^
+ *   ---------------------------------------------^^^
  * }}}
  */
 private[sql] object DdlErrors {

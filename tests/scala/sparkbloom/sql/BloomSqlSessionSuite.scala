@@ -34,12 +34,24 @@ class BloomSqlSessionSuite extends AnyFunSuite with BeforeAndAfterAll {
     assert(session.sessionState.sqlParser.isInstanceOf[BloomSqlParser])
   }
 
-  // FACADE PENDING: BloomIndexes.list is `???` until the index work lands, so reaching the command shows
-  // up as NotImplementedError. When the facade is implemented, replace this test with one that checks
-  // the rows SHOW returns for a Parquet directory without indexes (none) and with one.
-  test("SHOW BLOOM INDEXES ON a path reaches the command, which calls the facade") {
-    val e = intercept[NotImplementedError](spark.sql("SHOW BLOOM INDEXES ON parquet.`/tmp/x`"))
-    assert(e.getStackTrace.exists(_.getClassName == classOf[ShowBloomIndexesCommand].getName))
+  test("SQL statements create, show, describe, refresh and drop an index on a path") {
+    val dir = java.nio.file.Files.createTempDirectory("sqlsuite").toString + "/t"
+    spark.range(0, 1000, 1, 4).selectExpr("id", "cast(id as string) as s").write.parquet(dir)
+    assert(spark.sql(s"SHOW BLOOM INDEXES ON parquet.`$dir`").collect().isEmpty)
+    val created = spark.sql(s"CREATE BLOOM INDEX ix ON parquet.`$dir` (id, s OPTIONS (fpp = 0.001)) OPTIONS (fpp = 0.05)").collect()
+    assert(created.length == 1 && created.head.getAs[Long]("files_indexed") == 4L)
+    val shown = spark.sql(s"SHOW BLOOM INDEXES ON parquet.`$dir`").collect()
+    assert(shown.map(_.getAs[String]("name")).toSeq == Seq("ix"))
+    val info = spark.sql(s"DESCRIBE BLOOM INDEX ix ON parquet.`$dir`").collect().map(r => r.getString(0) -> r.getString(1)).toMap
+    assert(info("Files Covered") == "4" && info("Version") == "1")
+    assert(spark.sql(s"SELECT * FROM parquet.`$dir` WHERE id = 7").collect().map(_.getLong(0)).toSeq == Seq(7L))
+    spark.sql(s"REFRESH BLOOM INDEX ix ON parquet.`$dir` FULL").collect()
+    val info2 = spark.sql(s"DESCRIBE BLOOM INDEX ix ON parquet.`$dir`").collect().map(r => r.getString(0) -> r.getString(1)).toMap
+    assert(info2("Version") == "2")
+    spark.sql(s"DROP BLOOM INDEX ix ON parquet.`$dir`").collect()
+    assert(spark.sql(s"SHOW BLOOM INDEXES ON parquet.`$dir`").collect().isEmpty)
+    val e = intercept[org.apache.spark.sql.AnalysisException](spark.sql(s"CREATE BLOOM INDEX ix ON parquet.`$dir` (nope)"))
+    assert(e.getMessage.contains("Column nope does not exist"))
   }
 
   test("a bad statement fails at parse time, before any command runs") {

@@ -27,8 +27,7 @@ object SparkEncodings {
       case LongType => Some(ColumnEncoding.Int64)
       case FloatType => Some(ColumnEncoding.Float)
       case DoubleType => Some(ColumnEncoding.Double)
-      case StringType => Some(ColumnEncoding.String)
-      case _: StringType => Some(ColumnEncoding.String)
+      case st: StringType if st.supportsBinaryEquality && !st.usesTrimCollation => Some(ColumnEncoding.String)
       case BinaryType => Some(ColumnEncoding.Binary)
       case TimestampNTZType => Some(ColumnEncoding.timestamp("MICROS", utc = false))
       case TimestampType => outputTimestampType.toUpperCase match {

@@ -53,4 +53,29 @@ class CatalogTableSuite extends AnyFunSuite with LocalSpark {
     spark.sql("CREATE BLOOM INDEX IF NOT EXISTS x ON ddl (id)").collect()
     assert(spark.sql("SHOW BLOOM INDEXES ON ddl").count() == 1)
   }
+
+  test("Databricks' BLOOMFILTER INDEX statements create an index and drop single columns in a new version") {
+    spark.range(0, 400, 1, 4).selectExpr("id", "concat('k', id) as s").write.format("parquet").saveAsTable("dbx")
+    spark.sql("CREATE BLOOMFILTER INDEX ON TABLE dbx FOR COLUMNS (id OPTIONS (fpp = 0.1, numItems = 100), s)").collect()
+    val o = compare(spark.sql("SELECT * FROM dbx WHERE s = 'k17'"))
+    assert(o.on == o.off && o.on.size == 1 && o.filesRead == 1)
+    spark.sql("DROP BLOOMFILTER INDEX ON TABLE dbx FOR COLUMNS (s)").collect()
+    val d = BloomIndexes.describe(spark, TableRef.Catalog("dbx"), "bloomfilter")
+    assert(d.columns.map(_.name) == Seq("id") && d.version == 2 && d.filesCovered == 4 && d.problems.isEmpty)
+    val byId = compare(spark.sql("SELECT * FROM dbx WHERE id = 17"))
+    assert(byId.on == byId.off && byId.filesRead == 1)
+    val byS = compare(spark.sql("SELECT * FROM dbx WHERE s = 'k17'"))
+    assert(byS.on == byS.off && byS.filesRead == 4)
+    spark.sql("DROP BLOOMFILTER INDEX ON TABLE dbx").collect()
+    assert(spark.sql("SHOW BLOOM INDEXES ON dbx").count() == 0)
+  }
+
+  test("strings under a case-insensitive collation cannot be indexed, and say why") {
+    spark.sql("CREATE TABLE coll (s STRING COLLATE UTF8_LCASE) USING parquet")
+    spark.sql("INSERT INTO coll VALUES ('abc'), ('def')")
+    val e = intercept[org.apache.spark.sql.AnalysisException](spark.sql("CREATE BLOOM INDEX ix ON coll (s)"))
+    assert(e.getMessage.contains("UTF8_LCASE") && e.getMessage.contains("only the default UTF8_BINARY collation"))
+    assert(spark.sql("SHOW BLOOM INDEXES ON coll").count() == 0)
+    assert(spark.sql("SELECT * FROM coll WHERE s = 'ABC'").count() == 1)
+  }
 }

@@ -27,7 +27,7 @@ object SparkEncodings {
       case LongType => Some(ColumnEncoding.Int64)
       case FloatType => Some(ColumnEncoding.Float)
       case DoubleType => Some(ColumnEncoding.Double)
-      case st: StringType if st.supportsBinaryEquality && !st.usesTrimCollation => Some(ColumnEncoding.String)
+      case st: StringType if st == StringType => Some(ColumnEncoding.String)
       case BinaryType => Some(ColumnEncoding.Binary)
       case TimestampNTZType => Some(ColumnEncoding.timestamp("MICROS", utc = false))
       case TimestampType => outputTimestampType.toUpperCase match {
@@ -50,6 +50,8 @@ object SparkEncodings {
 
   def unsupportedReason(dt: DataType): String = dt match {
     case BooleanType => "BOOLEAN columns cannot carry a Parquet bloom filter (the format defines none for them)"
+    case st: StringType => s"${st.catalogString} compares strings other than byte for byte, so a bloom filter of " +
+      "the stored bytes could answer wrongly; only the default UTF8_BINARY collation is supported"
     case other => s"type ${other.catalogString} is not supported by bloom filters (supported: tinyint, smallint, int, " +
       "bigint, float, double, decimal, date, timestamp, timestamp_ntz, string, binary)"
   }

@@ -63,8 +63,8 @@ object ValueHasher {
         val d = value.asInstanceOf[Double]; if (d.isNaN) null else PlainHash.double(d)
       case ("DOUBLE", FloatType) => // a float column widened to double in a later file: exact
         val f = value.asInstanceOf[Float]; if (f.isNaN) null else PlainHash.double(f.toDouble)
-      // Only binary-equality collations: under UTF8_LCASE, RTRIM, ICU, `=` is not byte equality.
-      case ("BYTE_ARRAY", st: StringType) if st.supportsBinaryEquality && !st.usesTrimCollation && (enc.logical == "STRING" || enc.logical == "" || enc.logical == "ENUM" || enc.logical == "JSON") =>
+      // Only UTF8_BINARY (StringType equality includes the collation): under UTF8_LCASE, RTRIM, ICU, `=` is not byte equality.
+      case ("BYTE_ARRAY", st: StringType) if st == StringType && (enc.logical == "STRING" || enc.logical == "" || enc.logical == "ENUM" || enc.logical == "JSON") =>
         val s = value.asInstanceOf[UTF8String]
         s.getBaseObject match {
           case arr: Array[Byte] => PlainHash.bytes(arr, (s.getBaseOffset - org.apache.spark.unsafe.Platform.BYTE_ARRAY_OFFSET).toInt, s.numBytes())

@@ -49,6 +49,43 @@ object BloomIndexes {
     fs.delete(dir, true)
   }
 
+  /**
+   * Removes columns from an index in one new version (the remaining columns' entries are copied, nothing
+   * is rescanned). Removing every column drops the index. Unknown columns are an error.
+   */
+  def dropColumns(spark: SparkSession, table: TableRef, name: String, columns: Seq[String]): Option[IndexDescription] = {
+    val t = TableResolver.resolve(spark, table)
+    val dir = indexDir(spark, t, name)
+    val conf = spark.sessionState.newHadoopConf()
+    val fs = dir.getFileSystem(conf)
+    val meta = IndexStore.latestMeta(fs, dir)._1.getOrElse(
+      throw new BloomIndexException(s"Bloom index $name does not exist on ${t.display}"))
+    val unknown = columns.filterNot(c => meta.columns.exists(_.name.equalsIgnoreCase(c)))
+    if (unknown.nonEmpty) throw new BloomIndexException(s"Column(s) ${unknown.mkString(", ")} not in bloom index $name " +
+      s"on ${t.display}; its columns are ${meta.columns.map(_.name).mkString(", ")}")
+    val remaining = meta.columns.filterNot(c => columns.exists(_.equalsIgnoreCase(c.name)))
+    if (remaining.isEmpty) { drop(spark, table, name, ifExists = false); return None }
+    val dataDirName = s"v${meta.version + 1}-${java.util.UUID.randomUUID().toString.take(8)}"
+    val dataDir = new Path(dir, dataDirName)
+    try {
+      val keep = remaining.map(_.name)
+      spark.read.schema(IndexData.schema).parquet(new Path(dir, meta.dataDir).toString)
+        .where(col("column").isin(keep: _*))
+        .withColumn("file_entries", (col("file_entries") / meta.columns.size * keep.size).cast("int"))
+        .select(IndexData.schema.fieldNames.map(col).toSeq: _*)
+        .write.parquet(dataDir.toString)
+      val loaded = IndexStore.load(fs, conf, dir, meta)
+      val entries = loaded.files.values.flatMap(_.rowGroups).flatMap(_.columns).filter(c => keep.contains(c._1)).map(_._2)
+      IndexStore.commit(fs, conf, dir, meta.copy(columns = remaining, version = meta.version + 1, dataDir = dataDirName,
+        createdAtMillis = System.currentTimeMillis(), entries = entries.size.toLong,
+        harvested = entries.count(_.source == "harvest").toLong, scanned = entries.count(_.source == "scan").toLong,
+        sizeInBytes = entries.map(e => if (e.filter == null) 0L else e.filter.numBytes.toLong).sum))
+    } catch {
+      case NonFatal(e) => try fs.delete(dataDir, true) catch { case NonFatal(_) => }; throw e
+    }
+    Some(describe(spark, table, name))
+  }
+
   def refresh(spark: SparkSession, table: TableRef, name: String, full: Boolean): IndexDescription = {
     val t = TableResolver.resolve(spark, table, refresh = true)
     val dir = indexDir(spark, t, name)

@@ -60,27 +60,13 @@ case class DescribeBloomIndexCommand(
 
 /**
  * Databricks' DROP BLOOMFILTER INDEX ... FOR COLUMNS (c, ...): removes those columns from the
- * `bloomfilter` index. When none remain the index is dropped; otherwise it is rebuilt over the rest
- * with its table-level options (drop, then create: an interrupted rebuild leaves no index).
+ * `bloomfilter` index, in one new version (nothing is rescanned). When none remain the index is dropped.
  */
 case class DropBloomFilterColumnsCommand(table: TableRef, columns: Seq[String]) extends LeafRunnableCommand {
   import DropBloomFilterColumnsCommand.IndexName
 
   override def run(spark: SparkSession): Seq[Row] = {
-    val resolver = SQLConf.get.resolver
-    val current = BloomIndexes.describe(spark, table, IndexName)
-    val unknown = columns.filterNot(c => current.columns.exists(s => resolver(s.name, c)))
-    if (unknown.nonEmpty) {
-      throw new BloomIndexException(
-        s"Column(s) ${unknown.mkString(", ")} not in bloom index $IndexName on ${table.display}; " +
-          s"its columns are ${current.columns.map(_.name).mkString(", ")}")
-    }
-    val remaining = current.columns.filterNot(s => columns.exists(c => resolver(s.name, c)))
-    BloomIndexes.drop(spark, table, IndexName, ifExists = false)
-    if (remaining.nonEmpty) {
-      val options = Map("fpp" -> current.fpp.toString) ++ current.ndv.map("ndv" -> _.toString)
-      BloomIndexes.create(spark, table, IndexName, remaining, options, ifNotExists = false)
-    }
+    BloomIndexes.dropColumns(spark, table, IndexName, columns)
     Seq.empty
   }
 }

@@ -84,6 +84,9 @@ object ValueHasher {
       case ("FLOAT", FloatType) => PlainHash.float(value.asInstanceOf[Float])
       case ("DOUBLE", DoubleType) => PlainHash.double(value.asInstanceOf[Double])
       case ("BYTE_ARRAY", _: StringType) if stringLogical(enc) => utf8(value.asInstanceOf[UTF8String])
+      // Spark's writer truncates to whole milliseconds (floor), so that is what the filter holds.
+      case ("INT64", TimestampType | TimestampNTZType) if enc.logical.startsWith("TIMESTAMP(MILLIS,") && !enc.rebase =>
+        timestamp(Math.floorDiv(value.asInstanceOf[Long], 1000L) * 1000L, dt, enc)
       case _ => hashOne(value, dt, enc)
     }
   }

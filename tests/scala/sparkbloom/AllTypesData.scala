@@ -9,7 +9,7 @@ object AllTypesData {
   def frame(spark: SparkSession, rows: Int = 2000): DataFrame = spark.sql(
     s"""SELECT CAST(id % 200 - 100 AS TINYINT) AS b,
        |  CAST(id * 7 - 5000 AS SMALLINT) AS s,
-       |  CAST(id * 1000003 - 7 AS INT) AS i,
+       |  CAST((id * 1000003) % 2000000000 - 1000000000 AS INT) AS i,
        |  id * 10000000019 - 42 AS l,
        |  CAST(id / 7.0 - 10 AS FLOAT) AS f,
        |  id / 3.0D - 100 AS d,

@@ -32,5 +32,15 @@ private[functions] object Checks {
   def invalid(message: String): TypeCheckResult =
     DataTypeMismatch("TYPE_CHECK_FAILURE_WITH_HINT", Map("msg" -> message, "hint" -> ""))
 
+  /**
+   * Evaluates a foldable argument for checking. A constant that cannot be evaluated (`'many'` cast to a
+   * number under ANSI mode, an overflow) is reported as an analysis error rather than thrown from analysis.
+   */
+  def constant(name: String, e: Expression)(check: Any => TypeCheckResult): TypeCheckResult =
+    (try Right(e.eval()) catch { case scala.util.control.NonFatal(t) => Left(t) }) match {
+      case Right(v) => check(v)
+      case Left(t) => invalid(s"$name cannot be evaluated: ${t.getMessage}")
+    }
+
   def unsupportedReason(dt: DataType): String = SparkEncodings.unsupportedReason(dt)
 }

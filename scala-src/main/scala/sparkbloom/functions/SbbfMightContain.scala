@@ -28,7 +28,7 @@ case class SbbfMightContain(bitset: Expression, value: Expression, settings: Wri
     else {
       val valueCheck = Checks.hashable(1, value, settings)
       if (valueCheck.isFailure) valueCheck
-      else if (bitset.foldable && bitset.dataType == BinaryType) bitset.eval() match {
+      else if (bitset.foldable && bitset.dataType == BinaryType) Checks.constant("bitset", bitset) {
         case b: Array[Byte] if b.isEmpty || b.length % Sbbf.BytesPerBlock != 0 =>
           Checks.invalid(s"the bitset must be a positive multiple of ${Sbbf.BytesPerBlock} bytes, got ${b.length}")
         case _ => Checks.ok

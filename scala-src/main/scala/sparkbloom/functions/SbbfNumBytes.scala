@@ -26,9 +26,9 @@ case class SbbfNumBytes(ndv: Expression, fpp: Expression)
     val types = super.checkInputDataTypes()
     if (types.isFailure) types
     else if (!fpp.foldable) Checks.notConstant("fpp", fpp, "DOUBLE")
-    else fpp.eval() match {
+    else Checks.constant("fpp", fpp) {
       case f: Double if !(f > 0 && f < 1) => Checks.invalid(s"fpp must be in (0, 1), got $f")
-      case _ if ndv.foldable => ndv.eval() match {
+      case _ if ndv.foldable => Checks.constant("ndv", ndv) {
         case n: Long if n < 0 => Checks.invalid(s"ndv must not be negative, got $n")
         case _ => Checks.ok
       }

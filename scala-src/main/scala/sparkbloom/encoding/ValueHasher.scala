@@ -11,12 +11,14 @@ import sparkbloom.hash.{ColumnEncoding, PlainHash}
  *
  * The answer is one of:
  *  - [[ValueHasher.Keep]]: unsure (unknown encoding, NaN, a value the encoding cannot hold exactly,
- *    legacy calendar): the caller must not prune;
+ *    legacy calendar, a string collation whose equality is not byte equality, a BYTE_ARRAY decimal whose
+ *    width is not unique): the caller must not prune;
  *  - hashes: the value is present only if one of these is in the filter (two for floating zero, whose
  *    -0.0 and 0.0 are equal in Spark but hash differently).
  *
- * The same function hashes column values when the index is built by scanning and literals when a query
- * is planned, so the two can never disagree.
+ * Probes use [[ValueHasher.hashes]]; building a filter from column values uses [[ValueHasher.hashWritten]]
+ * (the one hash the writer stored, NaN included). Both go through [[ValueHasher.hashOne]] for every value
+ * that is not special, so a built filter and a probe can never disagree.
  */
 object ValueHasher {
   val Keep: Array[Long] = null

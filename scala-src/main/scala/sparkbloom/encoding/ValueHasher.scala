@@ -11,12 +11,14 @@ import sparkbloom.hash.{ColumnEncoding, PlainHash}
  *
  * The answer is one of:
  *  - [[ValueHasher.Keep]]: unsure (unknown encoding, NaN, a value the encoding cannot hold exactly,
- *    legacy calendar): the caller must not prune;
+ *    legacy calendar, a string collation whose equality is not byte equality, a BYTE_ARRAY decimal whose
+ *    width is not unique): the caller must not prune;
  *  - hashes: the value is present only if one of these is in the filter (two for floating zero, whose
  *    -0.0 and 0.0 are equal in Spark but hash differently).
  *
- * The same function hashes column values when the index is built by scanning and literals when a query
- * is planned, so the two can never disagree.
+ * Probes use [[ValueHasher.hashes]]; building a filter from column values uses [[ValueHasher.hashWritten]]
+ * (the one hash the writer stored, NaN included). Both go through [[ValueHasher.hashOne]] for every value
+ * that is not special, so a built filter and a probe can never disagree.
  */
 object ValueHasher {
   val Keep: Array[Long] = null
@@ -63,18 +65,45 @@ object ValueHasher {
         val d = value.asInstanceOf[Double]; if (d.isNaN) null else PlainHash.double(d)
       case ("DOUBLE", FloatType) => // a float column widened to double in a later file: exact
         val f = value.asInstanceOf[Float]; if (f.isNaN) null else PlainHash.double(f.toDouble)
-      // Only UTF8_BINARY (StringType equality includes the collation): under UTF8_LCASE, RTRIM, ICU, `=` is not byte equality.
-      case ("BYTE_ARRAY", st: StringType) if st == StringType && (enc.logical == "STRING" || enc.logical == "" || enc.logical == "ENUM" || enc.logical == "JSON") =>
-        val s = value.asInstanceOf[UTF8String]
-        s.getBaseObject match {
-          case arr: Array[Byte] => PlainHash.bytes(arr, (s.getBaseOffset - org.apache.spark.unsafe.Platform.BYTE_ARRAY_OFFSET).toInt, s.numBytes())
-          case _ => PlainHash.bytes(s.getBytes)
-        }
+      // Only UTF8_BINARY without constraints (StringType equality includes the collation): under UTF8_LCASE,
+      // RTRIM or ICU collations `=` is not byte equality ('A' = 'a'), so a hash probe could answer wrongly.
+      case ("BYTE_ARRAY", st: StringType) if stringLogical(enc) && st == StringType && binaryEquality(st) =>
+        utf8(value.asInstanceOf[UTF8String])
       case ("BYTE_ARRAY", BinaryType) if enc.logical == "" || enc.logical == "STRING" =>
         PlainHash.bytes(value.asInstanceOf[Array[Byte]])
       case (phys, d: DecimalType) => decimal(value.asInstanceOf[Decimal], phys, enc)
       case _ => null
     }
+  }
+
+  /**
+   * The hash a writer stored for `value` in a column chunk of `enc`: unlike [[hashOne]], NaN is hashed as its
+   * bits and a string of any collation as its bytes, because that is what parquet-java inserts. For building
+   * filters (sbbf_agg, an index built by scanning), never for probing. Null when the value has no exact
+   * encoding in `enc`.
+   */
+  def hashWritten(value: Any, dt: DataType, enc: ColumnEncoding): java.lang.Long = {
+    if (value == null || enc == null) return null
+    (enc.physical, dt) match {
+      case ("FLOAT", FloatType) => PlainHash.float(value.asInstanceOf[Float])
+      case ("DOUBLE", DoubleType) => PlainHash.double(value.asInstanceOf[Double])
+      case ("BYTE_ARRAY", _: StringType) if stringLogical(enc) => utf8(value.asInstanceOf[UTF8String])
+      // Spark's writer truncates to whole milliseconds (floor), so that is what the filter holds.
+      case ("INT64", TimestampType | TimestampNTZType) if enc.logical.startsWith("TIMESTAMP(MILLIS,") && !enc.rebase =>
+        timestamp(Math.floorDiv(value.asInstanceOf[Long], 1000L) * 1000L, dt, enc)
+      case _ => hashOne(value, dt, enc)
+    }
+  }
+
+  private def binaryEquality(st: StringType): Boolean =
+    org.apache.spark.sql.catalyst.util.CollationFactory.fetchCollation(st.collationId).supportsBinaryEquality
+
+  private def stringLogical(enc: ColumnEncoding): Boolean =
+    enc.logical == "STRING" || enc.logical == "" || enc.logical == "ENUM" || enc.logical == "JSON"
+
+  private def utf8(s: UTF8String): Long = s.getBaseObject match {
+    case arr: Array[Byte] => PlainHash.bytes(arr, (s.getBaseOffset - org.apache.spark.unsafe.Platform.BYTE_ARRAY_OFFSET).toInt, s.numBytes())
+    case _ => PlainHash.bytes(s.getBytes)
   }
 
   private def int32Ok(enc: ColumnEncoding, dt: DataType): Boolean = (enc.logical, dt) match {
@@ -113,7 +142,9 @@ object ValueHasher {
         case "INT32" => if (unscaled.bitLength() < 32) PlainHash.int32(unscaled.intValue()) else null
         case "INT64" => if (unscaled.bitLength() < 64) PlainHash.int64(unscaled.longValue()) else null
         case "FIXED_LEN_BYTE_ARRAY" => PlainHash.fixedDecimal(unscaled, enc.typeLength).map(java.lang.Long.valueOf).orNull
-        case "BYTE_ARRAY" => java.lang.Long.valueOf(PlainHash.bytes(unscaled.toByteArray))
+        // BYTE_ARRAY decimals may be written with any sign-extended width (the format does not require the
+        // minimal one), so a literal's bytes are not unique: unsure.
+        case "BYTE_ARRAY" => null
         case _ => null
       }
     case _ => null

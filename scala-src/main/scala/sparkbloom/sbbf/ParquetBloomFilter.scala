@@ -36,6 +36,8 @@ object ParquetBloomFilter {
 
   /** Parses and validates a header at the start of `bytes(offset until offset+available)`. */
   def parseHeader(bytes: Array[Byte], offset: Int, available: Int): Parsed = {
+    if (offset < 0 || available < 0 || offset.toLong + available > bytes.length)
+      throw new InvalidBloomFilterException(s"bloom filter range $offset + $available is outside a buffer of ${bytes.length} bytes")
     val in = new ByteArrayInputStream(bytes, offset, available)
     val h = try Util.readBloomFilterHeader(in) catch {
       case e: IOException => throw new InvalidBloomFilterException(s"unreadable bloom filter header: ${e.getMessage}")

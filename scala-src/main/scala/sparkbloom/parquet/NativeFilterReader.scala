@@ -1,0 +1,85 @@
+package sparkbloom.parquet
+
+import java.io.IOException
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.apache.parquet.hadoop.metadata.ColumnChunkMetaData
+import org.apache.parquet.hadoop.util.HadoopInputFile
+import org.apache.parquet.io.SeekableInputStream
+
+import sparkbloom.sbbf.{InvalidBloomFilterException, ParquetBloomFilter, Sbbf}
+
+/**
+ * Reads the bloom filter a Parquet writer stored for one column chunk (`ColumnMetaData.bloom_filter_offset`
+ * and, since format 2.10, `bloom_filter_length`). Everything unusable is an [[InvalidBloomFilterException]]:
+ * an offset or length outside the file, an unreadable or unsupported header, a header whose size disagrees
+ * with the stored length. Callers treat that as "no filter" and keep the data.
+ *
+ * Without a stored length only a bounded prefix is read to parse the header; the bitset size then comes
+ * from the header (validated to at most 128 MiB and to lie inside the file) before anything is allocated.
+ */
+object NativeFilterReader {
+  /** Bytes read to find the header when the length is not stored (arrow-rs estimates 20; leave room). */
+  final val HeaderPrefix = 256
+
+  def read(in: SeekableInputStream, fileLength: Long, offset: Long, length: Option[Int]): Sbbf = {
+    if (offset < 0 || offset >= fileLength)
+      throw new InvalidBloomFilterException(s"bloom filter offset $offset is outside the file of $fileLength bytes")
+    length match {
+      case Some(len) =>
+        if (len <= 0 || offset + len > fileLength)
+          throw new InvalidBloomFilterException(
+            s"bloom filter of $len bytes at offset $offset runs outside the file of $fileLength bytes")
+        if (len > Sbbf.MaxBytes + HeaderPrefix)
+          throw new InvalidBloomFilterException(s"bloom filter length $len exceeds the ${Sbbf.MaxBytes} byte maximum")
+        val bytes = readAt(in, offset, len)
+        ParquetBloomFilter.deserialize(bytes, 0, len, Some(len))
+      case None =>
+        val prefixLength = math.min(HeaderPrefix.toLong, fileLength - offset).toInt
+        val prefix = readAt(in, offset, prefixLength)
+        val header = ParquetBloomFilter.parseHeader(prefix, 0, prefixLength)
+        val total = header.headerLength.toLong + header.numBytes
+        if (offset + total > fileLength)
+          throw new InvalidBloomFilterException(
+            s"bloom filter header says ${header.numBytes} bytes at offset $offset, past the end of the file of $fileLength bytes")
+        val bitset = new Array[Byte](header.numBytes)
+        val inPrefix = math.min(prefixLength - header.headerLength, header.numBytes)
+        System.arraycopy(prefix, header.headerLength, bitset, 0, inPrefix)
+        if (inPrefix < header.numBytes) readFully(in, offset + header.headerLength + inPrefix, bitset, inPrefix, header.numBytes - inPrefix)
+        Sbbf.fromBytes(bitset)
+    }
+  }
+
+  /** Opens `path` (its length from the file system) and reads the filter at `offset`. */
+  def read(conf: Configuration, path: Path, offset: Long, length: Option[Int]): Sbbf = {
+    val file = HadoopInputFile.fromPath(path, conf)
+    val in = file.newStream()
+    try read(in, file.getLength, offset, length) finally in.close()
+  }
+
+  /** The filter of one column chunk, or None when the writer stored none. */
+  def read(in: SeekableInputStream, fileLength: Long, column: ColumnChunkMetaData): Option[Sbbf] = {
+    val offset = column.getBloomFilterOffset
+    if (offset < 0) None
+    else Some(read(in, fileLength, offset, storedLength(column)))
+  }
+
+  /** `bloom_filter_length` when present (parquet-java reports an absent one as a negative number). */
+  def storedLength(column: ColumnChunkMetaData): Option[Int] = {
+    val len = column.getBloomFilterLength
+    if (len < 0) None else Some(len)
+  }
+
+  private def readAt(in: SeekableInputStream, offset: Long, len: Int): Array[Byte] = {
+    val out = new Array[Byte](len)
+    readFully(in, offset, out, 0, len)
+    out
+  }
+
+  private def readFully(in: SeekableInputStream, offset: Long, out: Array[Byte], from: Int, len: Int): Unit =
+    try { in.seek(offset); in.readFully(out, from, len) } catch {
+      case e: IOException =>
+        throw new InvalidBloomFilterException(s"cannot read $len bloom filter bytes at offset $offset: ${e.getMessage}")
+    }
+}

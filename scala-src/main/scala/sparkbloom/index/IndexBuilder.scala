@@ -15,7 +15,7 @@ import org.apache.spark.SparkException
 import org.apache.spark.sql.{Row, SparkSession}
 import org.apache.spark.util.{CollectionAccumulator, LongAccumulator}
 
-import sparkbloom.parquet.{ChunkHasher, Footers, FooterInfo, NativeFilters}
+import sparkbloom.parquet.{ChunkHasher, Footers, FooterInfo, NativeFilterReader}
 import sparkbloom.sbbf.{InvalidBloomFilterException, Sbbf, Sizing}
 
 /** A data file as listed when the build started. */
@@ -125,8 +125,10 @@ object IndexBuilder {
         new ColumnPlan(None, true, -1L, -1L, null, "unsupported-encoding", scan = false, c)
       case Some(ch) =>
         val harvested = if (!harvest || ch.bloomOffset.isEmpty) None else {
-          try Some(NativeFilters.read(input, footer.fileLength, ch.bloomOffset.get, ch.bloomLength))
+          val in = input.newStream()
+          try Some(NativeFilterReader.read(in, footer.fileLength, ch.bloomOffset.get, ch.bloomLength))
           catch { case _: InvalidBloomFilterException | _: java.io.IOException => None } // corrupt: scan instead
+          finally in.close()
         }
         harvested match {
           case Some(filter) =>

@@ -27,7 +27,7 @@ object SparkEncodings {
       case LongType => Some(ColumnEncoding.Int64)
       case FloatType => Some(ColumnEncoding.Float)
       case DoubleType => Some(ColumnEncoding.Double)
-      case st: StringType if st == StringType => Some(ColumnEncoding.String)
+      case _: StringType => Some(ColumnEncoding.String) // any collation: Spark writes the bytes
       case BinaryType => Some(ColumnEncoding.Binary)
       case TimestampNTZType => Some(ColumnEncoding.timestamp("MICROS", utc = false))
       case TimestampType => outputTimestampType.toUpperCase match {
@@ -45,6 +45,7 @@ object SparkEncodings {
   /** Spark types a bloom index can be built on. */
   def indexable(dt: DataType): Boolean = dt match {
     case BooleanType => false
+    case st: StringType => st == StringType // other collations do not compare byte for byte
     case _ => writtenBy(dt).isDefined
   }
 

@@ -132,7 +132,7 @@ object Inspector {
     val values = c.getValueCount
     val common = Seq[(String, Any)](
       "column" -> c.getPath.toDotString,
-      "physical_type" -> (t.getPrimitiveTypeName.toString +
+      "physical_type" -> (physicalName(t) +
         (if (t.getTypeLength > 0) s"(${t.getTypeLength})" else "")),
       "logical_type" -> Option(t.getLogicalTypeAnnotation).map(_.toString),
       "values" -> values,
@@ -148,6 +148,12 @@ object Inspector {
         "fpp_estimated" -> Sizing.fpp(s.numBytes, values),
         "fpp_observed" -> s.observedFpp): _*)
     }
+  }
+
+  /** The Parquet spec's names (parquet-java calls BYTE_ARRAY "BINARY"). */
+  private def physicalName(t: org.apache.parquet.schema.PrimitiveType): String = t.getPrimitiveTypeName match {
+    case org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName.BINARY => "BYTE_ARRAY"
+    case other => other.toString
   }
 
   private def probe(p: Probe, c: ColumnChunkMetaData, f: Filter): String = f match {
@@ -166,5 +172,10 @@ object Inspector {
     buf
   }
 
-  private def reason(e: Throwable): String = Option(e.getMessage).filter(_.nonEmpty).getOrElse(e.getClass.getSimpleName)
+  /** The exception's message, without Thrift's object dumps (which hold identity hashes) and jargon. */
+  private def reason(e: Throwable): String =
+    Option(e.getMessage).filter(_.nonEmpty).getOrElse(e.getClass.getSimpleName)
+      .replace("can not read class org.apache.parquet.format.BloomFilterHeader: ", "")
+      .replace("Socket is closed by peer.", "the header is truncated")
+      .replaceAll("""\s*Struct: .*$""", "")
 }

@@ -20,20 +20,20 @@ object PythonApi {
   /** `df.bloomFilterIndex(...)`: the index over the Parquet files behind `df`, created or brought up to date. */
   def createForDataFrame(df: DataFrame, columns: Array[String], name: String,
                          fpp: java.lang.Double, ndv: java.lang.Long): String = {
-    val table = DataFrameTable.of(df) // refuses anything but a plain Parquet scan, before any work
-    val spark = df.sparkSession
     if (columns == null || columns.isEmpty) throw new BloomIndexException("A bloom index needs at least one column.")
-    val indexName = Option(name).getOrElse(defaultName(columns.toSeq))
+    // Refuses anything but a plain Parquet scan and computed columns, before any work.
+    val DataFrameTable.Target(table, fileColumns) = DataFrameTable.target(df, columns.toSeq)
+    val spark = df.sparkSession
+    val indexName = Option(name).getOrElse(defaultName(fileColumns))
     val options = Seq(Option(fpp).map(f => "fpp" -> f.toString), Option(ndv).map(n => "ndv" -> n.toString)).flatten.toMap
     val existing = BloomIndexes.list(spark, table).find(_.name.equalsIgnoreCase(indexName))
     val description = existing match {
       case None =>
-        BloomIndexes.create(spark, table, indexName, columns.toSeq.map(ColumnSpec(_)), options, ifNotExists = true)
+        BloomIndexes.create(spark, table, indexName, fileColumns.map(ColumnSpec(_)), options, ifNotExists = true)
       case Some(d) =>
-        val have = d.columns.map(_.name.toLowerCase)
-        if (have != columns.toSeq.map(_.toLowerCase))
+        if (d.columns.map(_.name.toLowerCase) != fileColumns.map(_.toLowerCase))
           throw new BloomIndexException(s"Bloom index ${d.name} on ${table.display} already exists on columns " +
-            s"(${d.columns.map(_.name).mkString(", ")}), not (${columns.mkString(", ")}): drop it or choose another name.")
+            s"(${d.columns.map(_.name).mkString(", ")}), not (${fileColumns.mkString(", ")}): drop it or choose another name.")
         if (d.filesNotCovered > 0 || d.filesDeleted > 0) BloomIndexes.refresh(spark, table, d.name, full = false) else d
     }
     Json.write(describeJson(table, description))
@@ -68,8 +68,11 @@ object PythonApi {
   def inspect(spark: SparkSession, path: String, probes: Array[String]): String =
     Inspector.inspect(spark.sparkContext.hadoopConfiguration, path, probes)
 
-  /** The table the DataFrame reads, as a `tableOrPath` string: the check `bloomFilterIndex` makes first. */
-  def tableOf(df: DataFrame): String = tableString(DataFrameTable.of(df))
+  /** What `bloomFilterIndex(columns)` would index, without indexing: {"table_ref", "columns"} (file column names). */
+  def indexTarget(df: DataFrame, columns: Array[String]): String = {
+    val t = DataFrameTable.target(df, columns.toSeq)
+    Json.write(Json.obj("table_ref" -> tableString(t.table), "columns" -> t.columns))
+  }
 
   private val PathSyntax = """(?is)parquet\.`(.+)`""".r
   private val PathPrefix = """(?i)(file|hdfs|s3[an]?):.*""".r

@@ -174,7 +174,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         spark.sql(f"DROP BLOOM INDEX IF EXISTS demo_user_id ON parquet.`{path}`")
         return 0
     except (sparkbloom.SparkBloomError, AnalysisException) as e:
-        print(f"demo failed: {type(e).__name__}: {str(e).splitlines()[0]}", file=sys.stderr)
+        first_line = next((line for line in str(e).splitlines() if line.strip()), "")
+        print(f"demo failed: {type(e).__name__}: {first_line}", file=sys.stderr)
         return 1
     finally:
         spark.stop()

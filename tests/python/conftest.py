@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from pyspark.errors import ParseException
 from pyspark.sql import SparkSession
 
 import sparkbloom
@@ -36,16 +37,38 @@ facade_pending = pytest.mark.xfail(
 )
 
 
+# SQL statements also need the parser (CREATE / DROP / REFRESH / SHOW / DESCRIBE BLOOM INDEX), built in parallel:
+# until it lands Spark's own parser rejects them with a ParseException.
+sql_pending = pytest.mark.xfail(
+    raises=(sparkbloom.NotImplementedOnJvmError, ParseException),
+    reason="facade or BLOOM INDEX statements pending: parser and BloomIndexes are not in this jar yet",
+    strict=False,
+)
+
+
 class FacadePending(Exception):
-    """A subprocess (example, demo) failed only because the facade is not implemented yet."""
+    """A subprocess (example, demo) failed only because the facade or the BLOOM INDEX parser is not there yet."""
+
+
+facade_pending_subprocess = pytest.mark.xfail(
+    raises=FacadePending, reason="facade or BLOOM INDEX statements pending", strict=False
+)
+
+
+def is_pending(output: str) -> bool:
+    return (
+        "NotImplementedOnJvmError" in output
+        or "an implementation is missing" in output
+        or ("PARSE_SYNTAX_ERROR" in output and "BLOOM" in output)
+    )
 
 
 def run_python(python: str, args: list[str], cwd: Path, env: dict[str, str], timeout: int = 900) -> str:
-    """Runs a Python program; raises FacadePending when it died of the missing facade, AssertionError otherwise."""
+    """Runs a Python program; FacadePending when it died of the missing JVM parts, AssertionError otherwise."""
     proc = subprocess.run([python, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    output = proc.stdout + proc.stderr
     if proc.returncode != 0:
-        output = proc.stdout + proc.stderr
-        if "NotImplementedOnJvmError" in output or "an implementation is missing" in output:
+        if is_pending(output):
             raise FacadePending(output[-2000:])
         raise AssertionError(f"{args} exited with {proc.returncode}:\n{output[-6000:]}")
     return proc.stdout

@@ -36,7 +36,7 @@ def python_api(spark: SparkSession) -> Any:
     jvm = spark.sparkContext._jvm
     if jvm is None:  # pragma: no cover - a stopped context
         raise SparkBloomError("the SparkSession has been stopped")
-    from py4j.java_gateway import JavaClass
+    from py4j.java_gateway import JavaClass  # type: ignore[import-untyped]
 
     api = getattr(jvm, PYTHON_API)
     if not isinstance(api, JavaClass):

@@ -56,7 +56,7 @@ class JarNotLoadedError(SparkBloomError):
 @contextmanager
 def translate() -> Iterator[None]:
     """Runs a JVM call, re-raising JVM exceptions as the Python exceptions above."""
-    from py4j.protocol import Py4JJavaError
+    from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
     from pyspark.errors.exceptions.captured import CapturedException
 
     try:
@@ -71,7 +71,7 @@ def translate() -> Iterator[None]:
 
 
 def _from_java(exc: Any) -> SparkBloomError:
-    from py4j.java_gateway import is_instance_of
+    from py4j.java_gateway import is_instance_of  # type: ignore[import-untyped]
     from pyspark import SparkContext
 
     from . import _jvm

@@ -19,6 +19,7 @@ BLOOM_INDEX_EXCEPTION = "sparkbloom.index.BloomIndexException"
 
 # JVM exceptions given a Python exception of their own (see errors.py)
 ANALYSIS_EXCEPTION = "org.apache.spark.sql.AnalysisException"
+SPARK_THROWABLE = "org.apache.spark.SparkThrowable"  # has getCondition(): Spark's error class
 NOT_IMPLEMENTED = "scala.NotImplementedError"
 FILE_NOT_FOUND = "java.io.FileNotFoundException"
 ILLEGAL_ARGUMENT = "java.lang.IllegalArgumentException"

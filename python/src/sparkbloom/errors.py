@@ -86,7 +86,7 @@ def _from_java(exc: Any) -> SparkBloomError:
     if is_a(_jvm.BLOOM_INDEX_EXCEPTION):
         return BloomIndexError(message, java_class)
     if is_a(_jvm.ANALYSIS_EXCEPTION):
-        condition = exc.getCondition() if is_a("org.apache.spark.SparkThrowable") else None
+        condition = exc.getCondition() if is_a(_jvm.SPARK_THROWABLE) else None
         return AnalysisError(message, java_class, str(condition) if condition else None)
     if is_a(_jvm.NOT_IMPLEMENTED):
         return NotImplementedOnJvmError(f"not implemented in the loaded sparkbloom jar: {message}", java_class)

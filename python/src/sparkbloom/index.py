@@ -143,9 +143,9 @@ def bloom_filter_index(
     ('user_id', 'session')
     """
     names = _column_names(columns)
+    jdf = _jvm.java_dataframe(df)  # first: a Spark Connect DataFrame has no JVM session to ask
     spark = df.sparkSession
     api = _jvm.python_api(spark)
-    jdf = _jvm.java_dataframe(df)
     with translate():
         description = json.loads(
             api.createForDataFrame(

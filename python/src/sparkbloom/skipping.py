@@ -54,9 +54,10 @@ def skipping(df: DataFrame) -> List[ScanSkipping]:
     Reads the executed plan, so run the query first (``collect()``, ``count()``, ``write``...) on this
     very DataFrame object.
     """
+    jdf = _jvm.java_dataframe(df)
     api = _jvm.python_api(df.sparkSession)
     with translate():
-        found = json.loads(api.skipping(_jvm.java_dataframe(df)))
+        found = json.loads(api.skipping(jdf))
     return [ScanSkipping(**s) for s in found]
 
 
@@ -67,6 +68,7 @@ def scan_metrics(df: DataFrame) -> List[Dict[str, Any]]:
     >>> sparkbloom.scan_metrics(q)[0]["metrics"]["numFiles"]
     3
     """
+    jdf = _jvm.java_dataframe(df)
     api = _jvm.python_api(df.sparkSession)
     with translate():
-        return list(json.loads(api.scans(_jvm.java_dataframe(df))))
+        return list(json.loads(api.scans(jdf)))

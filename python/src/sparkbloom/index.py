@@ -1,0 +1,176 @@
+"""Bloom indexes from Python: ``df.bloomFilterIndex(...)``, :class:`BloomIndex` handles, :func:`indexes`.
+
+Everything here calls the same Scala facade as the SQL statements (``CREATE BLOOM INDEX`` ...), through
+``sparkbloom.api.PythonApi``; nothing is decided in Python.
+
+    >>> events = spark.read.parquet("/data/events")
+    >>> idx = events.bloomFilterIndex("user_id", fpp=0.01)
+    >>> idx
+    BloomIndex('bloom_user_id' on 'file:/data/events', columns=('user_id',))
+    >>> events.where("user_id = 42").count()           # skips files that cannot hold 42
+    >>> idx.describe()["files_covered"]
+    200
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
+
+from . import _jvm
+from .errors import translate
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+
+class BloomIndex:
+    """A handle on one bloom index: its name, the table it covers and its columns.
+
+    Obtained from ``df.bloomFilterIndex(...)`` or :func:`indexes`; it holds no state of its own, so
+    :meth:`describe` always reports the index as it is now.
+    """
+
+    def __init__(self, spark: SparkSession, table: str, name: str, columns: Sequence[str]):
+        self._spark = spark
+        self._table = table
+        self._name = name
+        self._columns = tuple(columns)
+
+    @property
+    def name(self) -> str:
+        """The index name, as in ``DROP BLOOM INDEX <name> ON ...``."""
+        return self._name
+
+    @property
+    def columns(self) -> Tuple[str, ...]:
+        """The indexed columns, in index order."""
+        return self._columns
+
+    @property
+    def table(self) -> str:
+        """The table the index covers: a catalog table name or a path."""
+        return self._table
+
+    def describe(self) -> Dict[str, Any]:
+        """The facts ``DESCRIBE BLOOM INDEX`` shows, as a dict.
+
+        >>> d = idx.describe()
+        >>> d["files_covered"], d["files_not_covered"], d["size_in_bytes"]
+        (200, 0, 1048576)
+        """
+        api = _jvm.python_api(self._spark)
+        with translate():
+            return dict(json.loads(api.describe(_jvm.java_session(self._spark), self._table, self._name)))
+
+    def refresh(self, full: bool = False) -> BloomIndex:
+        """Brings the index up to date with the table: only new and changed files by default
+        (``REFRESH BLOOM INDEX ... INCREMENTAL``), every file with ``full=True``. Returns this handle.
+
+        >>> idx.refresh().describe()["files_not_covered"]
+        0
+        """
+        api = _jvm.python_api(self._spark)
+        with translate():
+            api.refresh(_jvm.java_session(self._spark), self._table, self._name, bool(full))
+        return self
+
+    def drop(self, if_exists: bool = False) -> bool:
+        """Deletes the index (``DROP BLOOM INDEX``). Returns whether there was one to drop.
+
+        >>> idx.drop()
+        True
+        """
+        api = _jvm.python_api(self._spark)
+        with translate():
+            return bool(api.drop(_jvm.java_session(self._spark), self._table, self._name, bool(if_exists)))
+
+    def __repr__(self) -> str:
+        return f"BloomIndex({self._name!r} on {self._table!r}, columns={self._columns!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BloomIndex) and (self._table, self._name.lower()) == (
+            other._table,
+            other._name.lower(),
+        )
+
+    def __hash__(self) -> int:
+        return hash((self._table, self._name.lower()))
+
+
+def _handle(spark: SparkSession, description: Dict[str, Any]) -> BloomIndex:
+    return BloomIndex(
+        spark,
+        description["table_ref"],
+        description["name"],
+        [c["name"] for c in description["columns"]],
+    )
+
+
+def indexes(spark: SparkSession, table_or_path: str) -> List[BloomIndex]:
+    """The bloom indexes on a table (``SHOW BLOOM INDEXES ON ...``).
+
+    `table_or_path` is a path when it contains ``/`` or starts with ``file:``, ``hdfs:`` or ``s3:``
+    (or is written ``parquet.`/path```), else a catalog table name.
+
+    >>> [i.name for i in sparkbloom.indexes(spark, "/data/events")]
+    ['bloom_user_id']
+    """
+    api = _jvm.python_api(spark)
+    with translate():
+        found = json.loads(api.list(_jvm.java_session(spark), table_or_path))
+    return [_handle(spark, d) for d in found]
+
+
+def bloom_filter_index(
+    df: DataFrame,
+    *columns: Union[str, Sequence[str]],
+    name: Optional[str] = None,
+    fpp: float = 0.01,
+    ndv: Optional[int] = None,
+) -> BloomIndex:
+    """Creates, or returns up to date, the bloom index `name` over the Parquet files `df` reads.
+
+    `df` must be a plain scan of Parquet files (``spark.read.parquet(path)`` or ``spark.table(t)``,
+    optionally with ``select``/``where`` on top); anything else raises :class:`BloomIndexError`.
+    `name` defaults to ``bloom_<columns>``; `fpp` is the target false-positive probability and `ndv`
+    the expected number of distinct values per file (measured when not given).
+
+    Also available as the DataFrame method ``df.bloomFilterIndex(*columns, name=None, fpp=0.01, ndv=None)``:
+
+    >>> idx = spark.read.parquet("/data/events").bloomFilterIndex("user_id", "session", fpp=0.001)
+    >>> idx.columns
+    ('user_id', 'session')
+    """
+    names = _column_names(columns)
+    jdf = _jvm.java_dataframe(df)  # first: a Spark Connect DataFrame has no JVM session to ask
+    spark = df.sparkSession
+    api = _jvm.python_api(spark)
+    with translate():
+        description = json.loads(
+            api.createForDataFrame(
+                jdf,
+                _jvm.string_array(spark, names),
+                name,
+                float(fpp),
+                _jvm.java_long(spark, ndv),
+            )
+        )
+    return _handle(spark, description)
+
+
+def _column_names(columns: Sequence[Union[str, Sequence[str]]]) -> List[str]:
+    """Accepts ``("a", "b")`` or a single list ``(["a", "b"],)``."""
+    if len(columns) == 1 and isinstance(columns[0], (list, tuple)):
+        columns = tuple(columns[0])
+    for c in columns:
+        if not isinstance(c, str):
+            raise TypeError(f"column names must be strings, got {type(c).__name__}: {c!r}")
+    return list(columns)  # type: ignore[arg-type]
+
+
+def _attach() -> None:
+    """Adds ``bloomFilterIndex`` to PySpark's DataFrame (done once, when sparkbloom is imported)."""
+    from pyspark.sql import DataFrame
+
+    DataFrame.bloomFilterIndex = bloom_filter_index  # type: ignore[attr-defined]

@@ -1,0 +1,74 @@
+"""What the bloom indexes did for a query, read from its executed plan after it ran.
+
+    >>> q = spark.read.parquet("/data/events").where("user_id = 42")
+    >>> rows = q.collect()
+    >>> for s in sparkbloom.skipping(q):
+    ...     print(s.index, f"{s.files_kept}/{s.files_total} files", f"{s.row_groups_kept}/{s.row_groups_total} row groups")
+    bloom_user_id on parquet.`file:/data/events` 3/200 files 3/600 row groups
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Dict, List
+
+from . import _jvm
+from .errors import translate
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+@dataclass(frozen=True)
+class ScanSkipping:
+    """The skipping of one bloom-pruned scan: files and row groups kept out of the total."""
+
+    index: str
+    """"name on table" of each index used, comma separated."""
+    table: str
+    predicate: str
+    """The pushed predicate, as in EXPLAIN."""
+    files_total: int
+    files_kept: int
+    row_groups_total: int
+    row_groups_kept: int
+    files_not_covered: int
+    """Files read because the index does not cover them (new or changed since it was built)."""
+
+    @property
+    def files_skipped(self) -> int:
+        return self.files_total - self.files_kept
+
+    @property
+    def row_groups_skipped(self) -> int:
+        return self.row_groups_total - self.row_groups_kept
+
+    def as_dict(self) -> Dict[str, Any]:
+        return asdict(self)
+
+
+def skipping(df: DataFrame) -> List[ScanSkipping]:
+    """The skipping each bloom-pruned scan of `df` did; empty when no index applied.
+
+    Reads the executed plan, so run the query first (``collect()``, ``count()``, ``write``...) on this
+    very DataFrame object.
+    """
+    jdf = _jvm.java_dataframe(df)
+    api = _jvm.python_api(df.sparkSession)
+    with translate():
+        found = json.loads(api.skipping(jdf))
+    return [ScanSkipping(**s) for s in found]
+
+
+def scan_metrics(df: DataFrame) -> List[Dict[str, Any]]:
+    """Spark's own metrics of every file scan in `df`'s executed plan (``numFiles`` is files read),
+    whether or not an index applied. Run the query first.
+
+    >>> sparkbloom.scan_metrics(q)[0]["metrics"]["numFiles"]
+    3
+    """
+    jdf = _jvm.java_dataframe(df)
+    api = _jvm.python_api(df.sparkSession)
+    with translate():
+        return list(json.loads(api.scans(jdf)))

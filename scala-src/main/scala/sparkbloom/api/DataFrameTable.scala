@@ -1,0 +1,109 @@
+package sparkbloom.api
+
+import org.apache.spark.sql.DataFrame
+import org.apache.spark.sql.catalyst.analysis.{caseInsensitiveResolution, caseSensitiveResolution}
+import org.apache.spark.sql.catalyst.catalog.CatalogTable
+import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, ExprId}
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, LocalRelation, LogicalPlan, Project, SubqueryAlias, View}
+import org.apache.spark.sql.execution.LogicalRDD
+import org.apache.spark.sql.execution.datasources.{CatalogFileIndex, HadoopFsRelation, InMemoryFileIndex, LogicalRelation}
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
+
+import sparkbloom.index.{BloomIndexException, TableRef}
+
+/**
+ * Which table, and which of its columns, `df.bloomFilterIndex(cols)` means: only a plain scan of Parquet
+ * files, so that the index describes exactly the files the DataFrame's rows come from. Column selections,
+ * renames, filters and views are looked through; anything that combines or computes rows is refused, and
+ * so is a requested column that is computed rather than read from the files.
+ */
+object DataFrameTable {
+  val Supported: String =
+    "a DataFrame that reads Parquet files directly: spark.read.parquet(path) of one directory or file, " +
+      "or spark.table(name) of a Parquet table, optionally with select / where / filter on top"
+
+  /** The table and the names in its files of the DataFrame columns `columns`. */
+  final case class Target(table: TableRef, columns: Seq[String])
+
+  def target(df: DataFrame, columns: Seq[String]): Target = {
+    val plan = df.queryExecution.analyzed
+    val (table, relation) = scan(plan)
+    val caseSensitive = df.sparkSession.conf.get("spark.sql.caseSensitive", "false").toBoolean
+    val resolver = if (caseSensitive) caseSensitiveResolution else caseInsensitiveResolution
+    Target(table, columns.map { requested =>
+      // "a.b" is field b of struct column a unless the DataFrame has a column literally named "a.b".
+      val (head, rest) = plan.output.find(a => resolver(a.name, requested)) match {
+        case Some(a) => (a, "")
+        case None =>
+          val dot = requested.indexOf('.')
+          plan.output.find(a => dot > 0 && resolver(a.name, requested.substring(0, dot))) match {
+            case Some(a) => (a, requested.substring(dot))
+            case None => throw new BloomIndexException(
+              s"Column $requested is not in the DataFrame (columns: ${plan.output.map(_.name).mkString(", ")}).")
+          }
+        }
+      val source = trace(plan, head.exprId).flatMap(id => relation.output.find(_.exprId == id)).getOrElse(
+        throw new BloomIndexException(s"Column $requested is computed by the DataFrame, not read from the Parquet " +
+          "files; a bloom index covers the files' own columns."))
+      source.name + rest
+    })
+  }
+
+  /** The attribute of the scan that `id` is, through projections and renames; None when it is computed. */
+  private def trace(plan: LogicalPlan, id: ExprId): Option[ExprId] = plan match {
+    case p: Project =>
+      p.projectList.find(_.exprId == id) match {
+        case Some(a: Attribute) => trace(p.child, a.exprId)
+        case Some(Alias(a: Attribute, _)) => trace(p.child, a.exprId)
+        case _ => None
+      }
+    case l: LogicalRelation => Some(id).filter(i => l.output.exists(_.exprId == i))
+    case other if other.children.size == 1 => trace(other.children.head, id) // Filter, SubqueryAlias, View
+    case _ => None
+  }
+
+  private def scan(plan: LogicalPlan): (TableRef, LogicalRelation) = plan match {
+    case p: Project => scan(p.child)
+    case f: Filter => scan(f.child)
+    case s: SubqueryAlias => scan(s.child)
+    case v: View => scan(v.child)
+    case l: LogicalRelation => l.relation match {
+      // Exactly Spark's own Parquet format: subclasses (Delta's, for one) add files or deletion rules
+      // that an index over the raw files would not see.
+      case fs: HadoopFsRelation if fs.fileFormat.getClass == classOf[ParquetFileFormat] =>
+        fs.location match {
+          case _: InMemoryFileIndex | _: CatalogFileIndex => (fromRelation(fs, l.catalogTable), l)
+          case other => unsupported(s"lists its files with ${other.getClass.getSimpleName}, not a plain directory listing")
+        }
+      case fs: HadoopFsRelation => unsupported(s"reads ${fs.fileFormat} files, not Parquet")
+      case other => unsupported(s"reads from ${other.getClass.getSimpleName}, not Parquet files")
+    }
+    case r: DataSourceV2Relation =>
+      unsupported(s"reads ${r.table.name()} through a DataSource V2 connector; only the built-in (V1) Parquet " +
+        "source is supported (spark.sql.sources.useV1SourceList must include parquet)")
+    case _: LocalRelation | _: LogicalRDD => unsupported("holds in-memory data, not Parquet files")
+    case other => unsupported(s"is not a plain scan: its plan contains ${other.nodeName}")
+  }
+
+  private def fromRelation(fs: HadoopFsRelation, table: Option[CatalogTable]): TableRef = table match {
+    case Some(t) => TableRef.Catalog(tableName(t))
+    case None =>
+      fs.location.rootPaths match {
+        case Seq(root) => TableRef.Path(root.toString)
+        case roots =>
+          unsupported(s"reads ${roots.size} paths (${roots.take(3).mkString(", ")}${if (roots.size > 3) ", ..." else ""}); " +
+            "an index covers one table: one directory or one catalog table")
+      }
+  }
+
+  /** `db.table`, each part back-quoted only when it needs to be. */
+  private def tableName(t: CatalogTable): String =
+    (t.identifier.database.toSeq :+ t.identifier.table).map(quoteIfNeeded).mkString(".")
+
+  private def quoteIfNeeded(part: String): String =
+    if (part.matches("[A-Za-z_][A-Za-z0-9_]*")) part else "`" + part.replace("`", "``") + "`"
+
+  private def unsupported(reason: String): Nothing =
+    throw new BloomIndexException(s"A bloom index can only be built over $Supported. This DataFrame $reason.")
+}

@@ -1,0 +1,137 @@
+package sparkbloom.api
+
+import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
+import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
+
+import sparkbloom.index.{BloomIndexException, BloomIndexes, ColumnSpec, IndexDescription, TableRef}
+import sparkbloom.scan.{ScanSkipping, SkippingReport}
+
+/**
+ * What the Python package calls over py4j. Arguments are plain (String, String[], nullable boxed
+ * numbers), results are JSON strings, and every call goes straight to the same facade as the SQL
+ * statements ([[BloomIndexes]], [[SkippingReport]]): nothing is decided twice.
+ *
+ * A `tableOrPath` string names a path when it contains '/', starts with `file:`, `hdfs:` or `s3(a|n):`,
+ * or is written parquet.`/path`; anything else is a catalog table name.
+ */
+object PythonApi {
+
+  /** `df.bloomFilterIndex(...)`: the index over the Parquet files behind `df`, created or brought up to date. */
+  def createForDataFrame(df: DataFrame, columns: Array[String], name: String,
+                         fpp: java.lang.Double, ndv: java.lang.Long): String = {
+    if (columns == null || columns.isEmpty) throw new BloomIndexException("A bloom index needs at least one column.")
+    // Refuses anything but a plain Parquet scan and computed columns, before any work.
+    val DataFrameTable.Target(table, fileColumns) = DataFrameTable.target(df, columns.toSeq)
+    val spark = df.sparkSession
+    val indexName = Option(name).getOrElse(defaultName(fileColumns))
+    val options = Seq(Option(fpp).map(f => "fpp" -> f.toString), Option(ndv).map(n => "ndv" -> n.toString)).flatten.toMap
+    val existing = BloomIndexes.list(spark, table).find(_.name.equalsIgnoreCase(indexName))
+    val description = existing match {
+      case None =>
+        BloomIndexes.create(spark, table, indexName, fileColumns.map(ColumnSpec(_)), options, ifNotExists = true)
+      case Some(d) =>
+        if (d.columns.map(_.name.toLowerCase) != fileColumns.map(_.toLowerCase))
+          throw new BloomIndexException(s"Bloom index ${d.name} on ${table.display} already exists on columns " +
+            s"(${d.columns.map(_.name).mkString(", ")}), not (${fileColumns.mkString(", ")}): drop it or choose another name.")
+        if (d.filesNotCovered > 0 || d.filesDeleted > 0) BloomIndexes.refresh(spark, table, d.name, full = false) else d
+    }
+    Json.write(describeJson(table, description))
+  }
+
+  def list(spark: SparkSession, tableOrPath: String): String = {
+    val table = tableRef(tableOrPath)
+    Json.write(BloomIndexes.list(spark, table).map(describeJson(table, _)))
+  }
+
+  def describe(spark: SparkSession, tableOrPath: String, name: String): String = {
+    val table = tableRef(tableOrPath)
+    Json.write(describeJson(table, BloomIndexes.describe(spark, table, name)))
+  }
+
+  def refresh(spark: SparkSession, tableOrPath: String, name: String, full: Boolean): String = {
+    val table = tableRef(tableOrPath)
+    Json.write(describeJson(table, BloomIndexes.refresh(spark, table, name, full)))
+  }
+
+  def drop(spark: SparkSession, tableOrPath: String, name: String, ifExists: Boolean): Boolean =
+    BloomIndexes.drop(spark, tableRef(tableOrPath), name, ifExists)
+
+  /** What the bloom indexes did for `df`'s scans; meaningful after the query ran. */
+  def skipping(df: DataFrame): String =
+    Json.write(SkippingReport.forPlan(df.queryExecution.executedPlan).map(skippingJson))
+
+  /** Every file scan in `df`'s executed plan with Spark's own metrics (files read, rows output, ...). */
+  def scans(df: DataFrame): String = Json.write(Scans.of(df.queryExecution.executedPlan))
+
+  /** `python -m sparkbloom inspect`: see [[Inspector]]. */
+  def inspect(spark: SparkSession, path: String, probes: Array[String]): String =
+    Inspector.inspect(spark.sparkContext.hadoopConfiguration, path, probes)
+
+  /** What `bloomFilterIndex(columns)` would index, without indexing: {"table_ref", "columns"} (file column names). */
+  def indexTarget(df: DataFrame, columns: Array[String]): String = {
+    val t = DataFrameTable.target(df, columns.toSeq)
+    Json.write(Json.obj("table_ref" -> tableString(t.table), "columns" -> t.columns))
+  }
+
+  private val PathSyntax = """(?is)parquet\.`(.+)`""".r
+  private val PathPrefix = """(?i)(file|hdfs|s3[an]?):.*""".r
+
+  def tableRef(tableOrPath: String): TableRef = {
+    if (tableOrPath == null || tableOrPath.trim.isEmpty) throw new BloomIndexException("No table or path given.")
+    tableOrPath.trim match {
+      case PathSyntax(p) => TableRef.Path(p)
+      case p if p.contains('/') => TableRef.Path(p)
+      case p @ PathPrefix(_) => TableRef.Path(p)
+      case t => TableRef.Catalog(t)
+    }
+  }
+
+  private def tableString(t: TableRef): String = t match {
+    case TableRef.Catalog(n) => n
+    case TableRef.Path(p) => if (p.contains('/') || PathPrefix.matches(p)) p else s"parquet.`$p`"
+  }
+
+  /** bloom_<columns>: lower case, anything but letters and digits as '_'. */
+  private def defaultName(columns: Seq[String]): String =
+    ("bloom_" + columns.mkString("_")).toLowerCase.replaceAll("[^a-z0-9_]", "_")
+
+  private def describeJson(table: TableRef, d: IndexDescription) = Json.obj(
+    "name" -> d.name,
+    "table" -> d.table,
+    "table_ref" -> tableString(table),
+    "location" -> d.location,
+    "columns" -> d.columns.map(c => Json.obj("name" -> c.name, "fpp" -> c.fpp, "ndv" -> c.ndv)),
+    "fpp" -> d.fpp,
+    "ndv" -> d.ndv,
+    "version" -> d.version,
+    "created_at_millis" -> d.createdAtMillis,
+    "files_covered" -> d.filesCovered,
+    "row_groups_covered" -> d.rowGroupsCovered,
+    "filters_harvested" -> d.filtersHarvested,
+    "filters_scanned" -> d.filtersScanned,
+    "size_in_bytes" -> d.sizeInBytes,
+    "files_in_table" -> d.filesInTable,
+    "files_not_covered" -> d.filesNotCovered,
+    "files_deleted" -> d.filesDeleted,
+    "problems" -> d.problems)
+
+  private def skippingJson(s: ScanSkipping) = Json.obj(
+    "index" -> s.index,
+    "table" -> s.table,
+    "predicate" -> s.predicate,
+    "files_total" -> s.filesTotal,
+    "files_kept" -> s.filesKept,
+    "row_groups_total" -> s.rowGroupsTotal,
+    "row_groups_kept" -> s.rowGroupsKept,
+    "files_not_covered" -> s.filesNotCovered)
+
+  private object Scans extends AdaptiveSparkPlanHelper {
+    def of(plan: SparkPlan): Seq[java.util.Map[String, AnyRef]] = collect(plan) {
+      case s: FileSourceScanExec => Json.obj(
+        "table" -> s.tableIdentifier.map(_.unquotedString).getOrElse(s.relation.location.rootPaths.mkString(", ")),
+        "format" -> s.relation.fileFormat.toString,
+        "metrics" -> Json.obj(s.metrics.toSeq.sortBy(_._1).map { case (k, m) => k -> m.value }: _*))
+    }
+  }
+}

@@ -1,0 +1,99 @@
+"""Shared fixtures: one small local Spark session for the whole run, paths, and the facade-pending marker."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from pyspark.errors import ParseException
+from pyspark.sql import SparkSession
+
+import sparkbloom
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _shared_dir() -> Path:
+    """../shared next to the checkout (or next to the main checkout of a git worktree)."""
+    if os.environ.get("SPARKBLOOM_SHARED"):
+        return Path(os.environ["SPARKBLOOM_SHARED"])
+    for parent in ROOT.parents:
+        if (parent / "shared" / "fixtures").is_dir():
+            return parent / "shared"
+    return ROOT.parent / "shared"
+
+
+FIXTURES = _shared_dir() / "fixtures"
+
+# The index facade (BloomIndexes, SkippingReport) is built in parallel; until it lands its methods are `???`,
+# which reach Python as NotImplementedOnJvmError. Tests that need it fail *only* that way meanwhile.
+facade_pending = pytest.mark.xfail(
+    raises=sparkbloom.NotImplementedOnJvmError,
+    reason="facade pending: BloomIndexes / SkippingReport are not implemented in this jar yet",
+    strict=False,
+)
+
+
+# SQL statements also need the parser (CREATE / DROP / REFRESH / SHOW / DESCRIBE BLOOM INDEX), built in parallel:
+# until it lands Spark's own parser rejects them with a ParseException.
+sql_pending = pytest.mark.xfail(
+    raises=(sparkbloom.NotImplementedOnJvmError, ParseException),
+    reason="facade or BLOOM INDEX statements pending: parser and BloomIndexes are not in this jar yet",
+    strict=False,
+)
+
+
+class FacadePending(Exception):
+    """A subprocess (example, demo) failed only because the facade or the BLOOM INDEX parser is not there yet."""
+
+
+facade_pending_subprocess = pytest.mark.xfail(
+    raises=FacadePending, reason="facade or BLOOM INDEX statements pending", strict=False
+)
+
+
+def is_pending(output: str) -> bool:
+    return (
+        "NotImplementedOnJvmError" in output
+        or "an implementation is missing" in output
+        or ("PARSE_SYNTAX_ERROR" in output and "BLOOM" in output)
+    )
+
+
+def run_python(python: str, args: list[str], cwd: Path, env: dict[str, str], timeout: int = 900) -> str:
+    """Runs a Python program; FacadePending when it died of the missing JVM parts, AssertionError otherwise."""
+    proc = subprocess.run([python, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    output = proc.stdout + proc.stderr
+    if proc.returncode != 0:
+        if is_pending(output):
+            raise FacadePending(output[-2000:])
+        raise AssertionError(f"{args} exited with {proc.returncode}:\n{output[-6000:]}")
+    return proc.stdout
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+    warehouse = tmp_path_factory.mktemp("warehouse")
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("sparkbloom tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.log.level", "WARN")
+    )
+    session = sparkbloom.configure(builder).getOrCreate()
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def bloom_enabled(spark: SparkSession) -> Iterator[None]:
+    """Leaves spark.sparkbloom.enabled as the test found it."""
+    before = spark.conf.get("spark.sparkbloom.enabled", "true")
+    yield
+    spark.conf.set("spark.sparkbloom.enabled", before)

@@ -1,0 +1,88 @@
+"""The examples run as written: quickstart.sql through spark.sql, the demo on a small table, the Scala
+example in spark-shell. (quickstart.py runs from a fresh virtual environment in test_package.py.)"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import List
+
+import pytest
+from pyspark.sql import SparkSession
+
+import sparkbloom
+
+from conftest import ROOT, FacadePending, facade_pending_subprocess, is_pending, run_python, sql_pending
+
+EXAMPLES = ROOT / "examples"
+
+
+def sql_statements(text: str) -> List[str]:
+    """The statements of a .sql file: comments dropped, split at the semicolons that end lines."""
+    body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
+    return [s.strip() for s in re.split(r";\s*(?:\n|$)", body) if s.strip()]
+
+
+def test_quickstart_sql_splits_into_its_statements() -> None:
+    statements = sql_statements((EXAMPLES / "quickstart.sql").read_text())
+    assert statements[0] == "DROP TABLE IF EXISTS sparkbloom_quickstart"
+    assert any(s.startswith("CREATE BLOOM INDEX") for s in statements)
+    assert statements[-1] == "DROP TABLE sparkbloom_quickstart"
+
+
+@sql_pending
+def test_quickstart_sql_runs_statement_by_statement(spark: SparkSession) -> None:
+    results = {}
+    for statement in sql_statements((EXAMPLES / "quickstart.sql").read_text()):
+        results[statement] = spark.sql(statement).collect()
+    point = [v for k, v in results.items() if k.endswith("WHERE user_id = 4242")]
+    assert point and all(len(rows) == 1 and rows[0].user_id == 4242 for rows in point)
+    [sessions] = [v for k, v in results.items() if "session IN" in k]
+    assert sorted(r.session for r in sessions) == ["session-199999", "session-7"]
+    [show] = [v for k, v in results.items() if k.startswith("SHOW BLOOM INDEXES")]
+    assert "quickstart_keys" in [r[0] for r in show]
+
+
+def clean_env(**extra: str) -> dict:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON")}
+    env.update(PYSPARK_PYTHON=sys.executable, PYSPARK_DRIVER_PYTHON=sys.executable, **extra)
+    return env
+
+
+@facade_pending_subprocess
+def test_the_demo_prints_its_table_on_a_small_run(tmp_path: Path) -> None:
+    out = run_python(
+        sys.executable,
+        [str(EXAMPLES / "demo.py"), "--master", "local[2]", "--files", "6", "--rows", "30000"],
+        cwd=tmp_path, env=clean_env(),
+    )
+    assert "files read" in out and "row groups read" in out
+    table = [line for line in out.splitlines() if line.startswith(("point", "IN"))]
+    assert len(table) == 10  # 5 queries, index off and on
+    off_on = [(table[i], table[i + 1]) for i in range(0, 10, 2)]
+    for off, on in off_on:
+        assert off.split()[-5] == on.split()[-5], (off, on)  # the same rows with the index on and off
+
+
+@facade_pending_subprocess
+def test_the_scala_example_runs_in_spark_shell(tmp_path: Path) -> None:
+    conf = tmp_path / "sparkbloom.conf"
+    conf.write_text("".join(f"{k}={v}\n" for k, v in sparkbloom.spark_conf().items()))
+    import pyspark
+
+    shell = Path(pyspark.__file__).parent / "bin" / "spark-shell"
+    proc = subprocess.run(
+        [str(shell), "--master", "local[2]", "--properties-file", str(conf), "--conf", "spark.ui.enabled=false"],
+        stdin=(EXAMPLES / "Quickstart.scala").open(), cwd=tmp_path, capture_output=True, text=True, timeout=900,
+        env=clean_env(SPARK_HOME=str(shell.parent.parent)),
+    )
+    out = proc.stdout + proc.stderr
+    if is_pending(out):
+        raise FacadePending(out[-2000:])
+    assert proc.returncode == 0, out[-4000:]
+    assert "error:" not in out and "Exception" not in out, out[-4000:]
+    assert re.search(r"quickstart_user on .*: 20 files", out), out[-4000:]
+    assert re.search(r"read \d+ of 20 files", out), out[-4000:]

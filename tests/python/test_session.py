@@ -1,0 +1,96 @@
+"""Session wiring: the bundled jars, the extension, the JVM flags, and configure() merging with user settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.errors import AnalysisException
+from pyspark.sql import SparkSession
+
+import sparkbloom
+
+
+def test_the_package_carries_sparkbloom_jar_and_the_jars_spark_does_not_ship() -> None:
+    names = [Path(p).name for p in sparkbloom.jar_paths()]
+    assert "sparkbloom.jar" in names
+    assert any(n.startswith("zero-allocation-hashing") for n in names)
+    assert all(Path(p).is_file() for p in sparkbloom.jar_paths())
+
+
+def test_the_jvm_flags_come_from_the_projects_single_flags_file() -> None:
+    root_flags = Path(__file__).resolve().parents[2] / "project" / "jvm-flags.txt"
+    expected = [l.strip() for l in root_flags.read_text().splitlines() if l.strip() and not l.startswith("#")]
+    assert sparkbloom.java_options() == expected
+    assert "--add-modules=jdk.incubator.vector" in sparkbloom.java_options()
+
+
+def test_the_session_loads_the_extension_and_the_python_api_class(spark: SparkSession) -> None:
+    assert "sparkbloom.SparkBloomExtensions" in spark.conf.get("spark.sql.extensions").split(",")
+    from py4j.java_gateway import JavaClass
+
+    assert isinstance(getattr(spark.sparkContext._jvm, "sparkbloom.api.PythonApi"), JavaClass)
+
+
+def test_the_driver_jvm_runs_with_the_vector_module(spark: SparkSession) -> None:
+    jvm = spark.sparkContext._jvm
+    args = list(jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert "--add-modules=jdk.incubator.vector" in args
+
+
+@pytest.mark.xfail(
+    raises=AnalysisException,
+    reason="sbbf_* SQL functions pending (functions.BloomFunctions.all is still empty)",
+    strict=False,
+)
+def test_the_extension_registers_the_sbbf_functions(spark: SparkSession) -> None:
+    assert spark.sql("SELECT sbbf_num_bytes(10000, 0.1)").first()[0] == 8192
+
+
+@pytest.mark.filterwarnings("ignore:a SparkContext is already running")  # the session fixture may be up
+def test_configure_appends_to_the_users_extensions_jars_and_java_options() -> None:
+    builder = (
+        SparkSession.builder.config("spark.sql.extensions", "com.example.Ext")
+        .config("spark.jars", "/opt/extra.jar")
+        .config("spark.driver.extraJavaOptions", "-Dmy.flag=1 -Xss8m")
+        .config("spark.executor.extraJavaOptions", "-Dexec.flag=2")
+    )
+    options = sparkbloom.configure(builder)._options  # type: ignore[attr-defined]
+    assert options["spark.sql.extensions"] == "com.example.Ext,sparkbloom.SparkBloomExtensions"
+    assert options["spark.jars"].split(",") == ["/opt/extra.jar", *sparkbloom.jar_paths()]
+    driver = options["spark.driver.extraJavaOptions"]
+    assert driver.startswith("-Dmy.flag=1 -Xss8m ")
+    assert "--add-modules=jdk.incubator.vector" in driver.split()
+    executor = options["spark.executor.extraJavaOptions"]
+    assert executor.startswith("-Dexec.flag=2 ")
+    assert "--add-modules=jdk.incubator.vector" in executor.split()
+
+
+@pytest.mark.filterwarnings("ignore:a SparkContext is already running")  # the session fixture may be up
+def test_configure_twice_adds_nothing_twice() -> None:
+    once = dict(sparkbloom.configure(SparkSession.builder)._options)  # type: ignore[attr-defined]
+    twice = dict(sparkbloom.configure(sparkbloom.configure(SparkSession.builder))._options)  # type: ignore[attr-defined]
+    assert once == twice
+    assert once["spark.sql.extensions"] == "sparkbloom.SparkBloomExtensions"
+
+
+@pytest.mark.filterwarnings("ignore:a SparkContext is already running")  # the session fixture may be up
+def test_configure_keeps_a_users_flag_that_is_already_there_once() -> None:
+    builder = SparkSession.builder.config("spark.driver.extraJavaOptions", "--add-modules=jdk.incubator.vector")
+    driver = sparkbloom.configure(builder)._options["spark.driver.extraJavaOptions"]  # type: ignore[attr-defined]
+    assert driver.split().count("--add-modules=jdk.incubator.vector") == 1
+
+
+def test_configure_warns_when_the_jvm_is_already_running(spark: SparkSession) -> None:
+    with pytest.warns(UserWarning, match="already running"):
+        sparkbloom.configure(SparkSession.builder)
+
+
+def test_spark_conf_lists_what_spark_submit_needs() -> None:
+    conf = sparkbloom.spark_conf()
+    assert set(conf) == {
+        "spark.jars",
+        "spark.sql.extensions",
+        "spark.driver.extraJavaOptions",
+        "spark.executor.extraJavaOptions",
+    }

@@ -1,0 +1,110 @@
+"""sparkbloom.skipping(df): what the index did for a query. Every test states the answer *and* the work:
+the same rows as with the index off, and how many files / row groups were read.
+
+Table: 8 files of 1000 rows; `key` is scattered so every file spans nearly the whole key range and min/max
+statistics skip nothing. Which file holds a key follows from the generator (see `file_of`).
+At fpp 0.001 a wrong "maybe" for one of the 7 other files has a ~0.7% chance; the data is fixed, so a test
+either always passes or (if this data happens to hit a false positive) always fails and needs another key.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator, List
+
+import pytest
+from pyspark.sql import DataFrame, Row, SparkSession
+
+import sparkbloom
+
+from conftest import facade_pending
+
+ROWS, FILES, STEP = 8000, 8, 7919  # key = (i * STEP) % ROWS permutes 0..7999; row i lands in file i // 1000
+
+
+def key_of(i: int) -> int:
+    return (i * STEP) % ROWS
+
+
+@pytest.fixture(scope="module")
+def table(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Iterator[DataFrame]:
+    path = str(tmp_path_factory.mktemp("skipping") / "t")
+    (spark.range(0, ROWS, 1, FILES)
+     .selectExpr(f"(id * {STEP}) % {ROWS} AS key", "concat('ref-', id) AS ref", "id AS i")
+     .write.parquet(path))
+    df = spark.read.parquet(path)
+    yield df
+
+
+def run(spark: SparkSession, df: DataFrame, condition: str, enabled: bool) -> tuple[List[Row], DataFrame]:
+    spark.conf.set("spark.sparkbloom.enabled", str(enabled).lower())
+    query = df.where(condition)
+    return sorted(query.collect()), query
+
+
+def files_read(query: DataFrame) -> int:
+    return sum(int(s["metrics"]["numFiles"]) for s in sparkbloom.scan_metrics(query))
+
+
+@facade_pending
+@pytest.mark.usefixtures("bloom_enabled")
+def test_a_point_lookup_reads_only_the_file_holding_the_key(spark: SparkSession, table: DataFrame) -> None:
+    table.bloomFilterIndex("key", fpp=0.001)
+    condition = f"key = {key_of(4242)}"
+    off, off_query = run(spark, table, condition, enabled=False)
+    on, on_query = run(spark, table, condition, enabled=True)
+    assert on == off and [r.i for r in on] == [4242]
+    assert sparkbloom.skipping(off_query) == [] and files_read(off_query) == FILES
+    [s] = sparkbloom.skipping(on_query)
+    assert (s.files_total, s.files_kept, s.row_groups_total, s.row_groups_kept) == (FILES, 1, FILES, 1)
+    assert s.files_skipped == FILES - 1 and s.files_not_covered == 0
+    assert files_read(on_query) == 1
+
+
+@facade_pending
+@pytest.mark.usefixtures("bloom_enabled")
+def test_an_absent_key_reads_no_file(spark: SparkSession, table: DataFrame) -> None:
+    table.bloomFilterIndex("key", fpp=0.001)
+    on, on_query = run(spark, table, f"key = {ROWS + 17}", enabled=True)
+    assert on == []
+    [s] = sparkbloom.skipping(on_query)
+    assert (s.files_kept, s.row_groups_kept) == (0, 0)
+
+
+@facade_pending
+@pytest.mark.usefixtures("bloom_enabled")
+def test_an_in_list_reads_the_files_of_its_values_only(spark: SparkSession, table: DataFrame) -> None:
+    table.bloomFilterIndex("key", fpp=0.001)
+    keys = [key_of(i) for i in (10, 3010, 6010)]  # files 0, 3 and 6
+    condition = f"key IN ({', '.join(map(str, keys))})"
+    off, _ = run(spark, table, condition, enabled=False)
+    on, on_query = run(spark, table, condition, enabled=True)
+    assert on == off and sorted(r.i for r in on) == [10, 3010, 6010]
+    [s] = sparkbloom.skipping(on_query)
+    assert (s.files_total, s.files_kept) == (FILES, 3)
+    assert files_read(on_query) == 3
+
+
+@facade_pending
+@pytest.mark.usefixtures("bloom_enabled")
+def test_a_string_key_is_pruned_like_a_long_key(spark: SparkSession, table: DataFrame) -> None:
+    table.bloomFilterIndex("ref", fpp=0.001)
+    off, _ = run(spark, table, "ref = 'ref-5555'", enabled=False)
+    on, on_query = run(spark, table, "ref = 'ref-5555'", enabled=True)
+    assert on == off and [r.i for r in on] == [5555]
+    [s] = sparkbloom.skipping(on_query)
+    assert s.files_kept == 1
+
+
+@facade_pending
+@pytest.mark.usefixtures("bloom_enabled")
+def test_files_added_after_the_index_was_built_are_always_read(spark: SparkSession, tmp_path: Path) -> None:
+    path = str(tmp_path / "growing")
+    spark.range(0, 2000, 1, 2).selectExpr("id AS key").write.parquet(path)
+    spark.read.parquet(path).bloomFilterIndex("key", fpp=0.001)
+    spark.range(9000, 9010, 1, 1).selectExpr("id AS key").write.mode("append").parquet(path)
+    on, on_query = run(spark, spark.read.parquet(path), "key = 9005", enabled=True)
+    assert [r.key for r in on] == [9005]
+    [s] = sparkbloom.skipping(on_query)
+    assert (s.files_total, s.files_not_covered) == (3, 1)
+    assert files_read(on_query) == 1  # the new file; both indexed files cannot hold 9005

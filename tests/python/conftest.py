@@ -1,4 +1,4 @@
-"""Shared fixtures: one small local Spark session for the whole run, paths, and the facade-pending marker."""
+"""Shared fixtures: one small local Spark session for the whole run, paths."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from pyspark.errors import ParseException
 from pyspark.sql import SparkSession
 
 import sparkbloom
@@ -28,48 +27,11 @@ def _shared_dir() -> Path:
 
 FIXTURES = _shared_dir() / "fixtures"
 
-# The index facade (BloomIndexes, SkippingReport) is built in parallel; until it lands its methods are `???`,
-# which reach Python as NotImplementedOnJvmError. Tests that need it fail *only* that way meanwhile.
-facade_pending = pytest.mark.xfail(
-    raises=sparkbloom.NotImplementedOnJvmError,
-    reason="facade pending: BloomIndexes / SkippingReport are not implemented in this jar yet",
-    strict=False,
-)
-
-
-# SQL statements also need the parser (CREATE / DROP / REFRESH / SHOW / DESCRIBE BLOOM INDEX), built in parallel:
-# until it lands Spark's own parser rejects them with a ParseException.
-sql_pending = pytest.mark.xfail(
-    raises=(sparkbloom.NotImplementedOnJvmError, ParseException),
-    reason="facade or BLOOM INDEX statements pending: parser and BloomIndexes are not in this jar yet",
-    strict=False,
-)
-
-
-class FacadePending(Exception):
-    """A subprocess (example, demo) failed only because the facade or the BLOOM INDEX parser is not there yet."""
-
-
-facade_pending_subprocess = pytest.mark.xfail(
-    raises=FacadePending, reason="facade or BLOOM INDEX statements pending", strict=False
-)
-
-
-def is_pending(output: str) -> bool:
-    return (
-        "NotImplementedOnJvmError" in output
-        or "an implementation is missing" in output
-        or ("PARSE_SYNTAX_ERROR" in output and "BLOOM" in output)
-    )
-
-
 def run_python(python: str, args: list[str], cwd: Path, env: dict[str, str], timeout: int = 900) -> str:
-    """Runs a Python program; FacadePending when it died of the missing JVM parts, AssertionError otherwise."""
+    """Runs a Python program and returns its stdout; AssertionError with its output if it fails."""
     proc = subprocess.run([python, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
     output = proc.stdout + proc.stderr
     if proc.returncode != 0:
-        if is_pending(output):
-            raise FacadePending(output[-2000:])
         raise AssertionError(f"{args} exited with {proc.returncode}:\n{output[-6000:]}")
     return proc.stdout
 

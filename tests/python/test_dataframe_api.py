@@ -13,7 +13,6 @@ from pyspark.sql import DataFrame, SparkSession
 
 import sparkbloom
 
-from conftest import facade_pending
 
 SUPPORTED = "can only be built over a DataFrame that reads Parquet files directly"
 
@@ -113,7 +112,6 @@ def test_a_session_without_the_jar_gets_a_clear_error(spark: SparkSession, monke
         sparkbloom.indexes(spark, "t")
 
 
-@facade_pending
 def test_a_plain_parquet_scan_gets_an_index_named_after_its_columns(spark: SparkSession, parquet_path: str) -> None:
     index = spark.read.parquet(parquet_path).where("id > 3").bloomFilterIndex("id", "s")
     try:

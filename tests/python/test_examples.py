@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 
 import sparkbloom
 
-from conftest import ROOT, FacadePending, facade_pending_subprocess, is_pending, run_python, sql_pending
+from conftest import ROOT, run_python
 
 EXAMPLES = ROOT / "examples"
 
@@ -33,7 +33,6 @@ def test_quickstart_sql_splits_into_its_statements() -> None:
     assert statements[-1] == "DROP TABLE sparkbloom_quickstart"
 
 
-@sql_pending
 def test_quickstart_sql_runs_statement_by_statement(spark: SparkSession) -> None:
     results = {}
     for statement in sql_statements((EXAMPLES / "quickstart.sql").read_text()):
@@ -52,7 +51,6 @@ def clean_env(**extra: str) -> dict:
     return env
 
 
-@facade_pending_subprocess
 def test_the_demo_prints_its_table_on_a_small_run(tmp_path: Path) -> None:
     out = run_python(
         sys.executable,
@@ -67,7 +65,6 @@ def test_the_demo_prints_its_table_on_a_small_run(tmp_path: Path) -> None:
         assert off.split()[-5] == on.split()[-5], (off, on)  # the same rows with the index on and off
 
 
-@facade_pending_subprocess
 def test_the_scala_example_runs_in_spark_shell(tmp_path: Path) -> None:
     conf = tmp_path / "sparkbloom.conf"
     conf.write_text("".join(f"{k}={v}\n" for k, v in sparkbloom.spark_conf().items()))
@@ -80,8 +77,6 @@ def test_the_scala_example_runs_in_spark_shell(tmp_path: Path) -> None:
         env=clean_env(SPARK_HOME=str(shell.parent.parent)),
     )
     out = proc.stdout + proc.stderr
-    if is_pending(out):
-        raise FacadePending(out[-2000:])
     assert proc.returncode == 0, out[-4000:]
     assert "error:" not in out and "Exception" not in out, out[-4000:]
     assert re.search(r"quickstart_user on .*: 20 files", out), out[-4000:]

@@ -1,6 +1,6 @@
 """BloomIndex handles: create from a DataFrame, describe, list, refresh, drop; the same index SQL sees.
 
-Written against the facade's documented behaviour; xfail (facade_pending) only until BloomIndexes lands.
+Index handles through the Python API, against the real JVM facade.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from pyspark.sql import SparkSession
 
 import sparkbloom
 
-from conftest import facade_pending, sql_pending
 
 
 @pytest.fixture
@@ -22,7 +21,6 @@ def table(spark: SparkSession, tmp_path: Path) -> str:
     return path
 
 
-@facade_pending
 def test_bloomFilterIndex_creates_an_index_that_describe_reports(spark: SparkSession, table: str) -> None:
     index = spark.read.parquet(table).bloomFilterIndex("id", fpp=0.02)
     d = index.describe()
@@ -34,7 +32,6 @@ def test_bloomFilterIndex_creates_an_index_that_describe_reports(spark: SparkSes
     assert d["table_ref"] == index.table
 
 
-@facade_pending
 def test_asking_again_returns_the_same_index_without_rebuilding_it(spark: SparkSession, table: str) -> None:
     first = spark.read.parquet(table).bloomFilterIndex("id", name="by_id")
     second = spark.read.parquet(table).where("id > 10").bloomFilterIndex("id", name="by_id")
@@ -42,14 +39,12 @@ def test_asking_again_returns_the_same_index_without_rebuilding_it(spark: SparkS
     assert first.describe()["version"] == second.describe()["version"]
 
 
-@facade_pending
 def test_the_same_name_on_other_columns_is_an_error(spark: SparkSession, table: str) -> None:
     spark.read.parquet(table).bloomFilterIndex("id", name="k")
     with pytest.raises(sparkbloom.BloomIndexError, match=r"already exists on columns \(id\)"):
         spark.read.parquet(table).bloomFilterIndex("s", name="k")
 
 
-@facade_pending
 def test_indexes_lists_the_indexes_of_a_table_however_its_path_is_written(spark: SparkSession, table: str) -> None:
     a = spark.read.parquet(table).bloomFilterIndex("id")
     b = spark.read.parquet(table).bloomFilterIndex("s", name="by_s")
@@ -59,7 +54,6 @@ def test_indexes_lists_the_indexes_of_a_table_however_its_path_is_written(spark:
     assert found.columns == ("s",)
 
 
-@facade_pending
 def test_new_files_are_covered_after_a_refresh_or_when_the_index_is_asked_for_again(spark: SparkSession, table: str) -> None:
     index = spark.read.parquet(table).bloomFilterIndex("id")
     spark.range(5000, 5100, 1, 1).selectExpr("id", "concat('s-', id) AS s").write.mode("append").parquet(table)
@@ -74,7 +68,6 @@ def test_new_files_are_covered_after_a_refresh_or_when_the_index_is_asked_for_ag
     assert index.refresh(full=True).describe()["version"] > version
 
 
-@facade_pending
 def test_drop_removes_the_index(spark: SparkSession, table: str) -> None:
     index = spark.read.parquet(table).bloomFilterIndex("id")
     assert index.drop() is True
@@ -84,13 +77,11 @@ def test_drop_removes_the_index(spark: SparkSession, table: str) -> None:
         index.drop()
 
 
-@facade_pending
 def test_describing_an_index_that_does_not_exist_is_a_bloom_index_error(spark: SparkSession, table: str) -> None:
     with pytest.raises(sparkbloom.BloomIndexError, match="nope"):
         sparkbloom.BloomIndex(spark, table, "nope", ["id"]).describe()
 
 
-@sql_pending
 def test_an_index_made_in_python_is_the_one_sql_shows_and_describes(spark: SparkSession, table: str) -> None:
     spark.sql("DROP TABLE IF EXISTS index_sql_t")
     spark.read.parquet(table).write.saveAsTable("index_sql_t")

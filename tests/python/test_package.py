@@ -18,7 +18,7 @@ from typing import Dict, Tuple
 
 import pytest
 
-from conftest import ROOT, facade_pending_subprocess, run_python
+from conftest import ROOT, run_python
 
 
 def sh(*args: str, env: Dict[str, str] | None = None, cwd: Path | None = None) -> str:
@@ -97,7 +97,6 @@ def test_a_session_from_the_fresh_venv_loads_the_extension(fresh_venv: Tuple[str
     assert out.split()[-2:] == ["sparkbloom.SparkBloomExtensions", "JavaClass"]
 
 
-@facade_pending_subprocess
 def test_the_quickstart_runs_from_the_fresh_venv(fresh_venv: Tuple[str, Dict[str, str]], tmp_path: Path) -> None:
     python, env = fresh_venv
     out = run_python(python, [str(ROOT / "examples" / "quickstart.py")], cwd=tmp_path, env=env)

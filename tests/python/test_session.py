@@ -38,11 +38,6 @@ def test_the_driver_jvm_runs_with_the_vector_module(spark: SparkSession) -> None
     assert "--add-modules=jdk.incubator.vector" in args
 
 
-@pytest.mark.xfail(
-    raises=AnalysisException,
-    reason="sbbf_* SQL functions pending (functions.BloomFunctions.all is still empty)",
-    strict=False,
-)
 def test_the_extension_registers_the_sbbf_functions(spark: SparkSession) -> None:
     assert spark.sql("SELECT sbbf_num_bytes(10000, 0.1)").first()[0] == 8192
 

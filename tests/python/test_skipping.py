@@ -17,7 +17,6 @@ from pyspark.sql import DataFrame, Row, SparkSession
 
 import sparkbloom
 
-from conftest import facade_pending
 
 ROWS, FILES, STEP = 8000, 8, 7919  # key = (i * STEP) % ROWS permutes 0..7999; row i lands in file i // 1000
 
@@ -46,7 +45,6 @@ def files_read(query: DataFrame) -> int:
     return sum(int(s["metrics"]["numFiles"]) for s in sparkbloom.scan_metrics(query))
 
 
-@facade_pending
 @pytest.mark.usefixtures("bloom_enabled")
 def test_a_point_lookup_reads_only_the_file_holding_the_key(spark: SparkSession, table: DataFrame) -> None:
     table.bloomFilterIndex("key", fpp=0.001)
@@ -61,7 +59,6 @@ def test_a_point_lookup_reads_only_the_file_holding_the_key(spark: SparkSession,
     assert files_read(on_query) == 1
 
 
-@facade_pending
 @pytest.mark.usefixtures("bloom_enabled")
 def test_an_absent_key_reads_no_file(spark: SparkSession, table: DataFrame) -> None:
     table.bloomFilterIndex("key", fpp=0.001)
@@ -71,7 +68,6 @@ def test_an_absent_key_reads_no_file(spark: SparkSession, table: DataFrame) -> N
     assert (s.files_kept, s.row_groups_kept) == (0, 0)
 
 
-@facade_pending
 @pytest.mark.usefixtures("bloom_enabled")
 def test_an_in_list_reads_the_files_of_its_values_only(spark: SparkSession, table: DataFrame) -> None:
     table.bloomFilterIndex("key", fpp=0.001)
@@ -85,7 +81,6 @@ def test_an_in_list_reads_the_files_of_its_values_only(spark: SparkSession, tabl
     assert files_read(on_query) == 3
 
 
-@facade_pending
 @pytest.mark.usefixtures("bloom_enabled")
 def test_a_string_key_is_pruned_like_a_long_key(spark: SparkSession, table: DataFrame) -> None:
     table.bloomFilterIndex("ref", fpp=0.001)
@@ -96,7 +91,6 @@ def test_a_string_key_is_pruned_like_a_long_key(spark: SparkSession, table: Data
     assert s.files_kept == 1
 
 
-@facade_pending
 @pytest.mark.usefixtures("bloom_enabled")
 def test_files_added_after_the_index_was_built_are_always_read(spark: SparkSession, tmp_path: Path) -> None:
     path = str(tmp_path / "growing")

@@ -35,7 +35,13 @@ object TableResolver {
         val p = new Path(path)
         val fs = p.getFileSystem(spark.sessionState.newHadoopConf())
         if (!fs.exists(p)) throw new BloomIndexException(s"Path does not exist: $path")
-        spark.read.parquet(path).queryExecution.analyzed
+        try spark.read.parquet(path).queryExecution.analyzed catch {
+          // Schema inference reads footers first: an encrypted footer fails here, before the builder's check.
+          case e: Exception if causes(e).exists(_.getClass.getName.contains("ParquetCrypto")) =>
+            throw new BloomIndexException(s"Cannot index parquet.`$path`: a file has an encrypted footer and no keys " +
+              "are configured; sparkbloom never copies membership of encrypted data into an unencrypted index " +
+              "(see docs/encryption.md)", Some(e))
+        }
     }
     relationOf(plan) match {
       case Some((rel, catalogLocation)) =>
@@ -61,4 +67,6 @@ object TableResolver {
     case v: View => relationOf(v.child)
     case _ => None
   }
+
+  private def causes(e: Throwable): Iterator[Throwable] = Iterator.iterate(e)(_.getCause).takeWhile(_ != null).take(20)
 }

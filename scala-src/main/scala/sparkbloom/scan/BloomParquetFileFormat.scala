@@ -13,6 +13,11 @@ import org.apache.spark.sql.types.StructType
  * group when its midpoint lies in the split; each row group's midpoint lies in its index range
  * [start_i, start_{i+1}), so handing the reader the intersections of the split with the kept ranges reads
  * exactly the kept row groups this split would have read, vectorised or not.
+ *
+ * It also turns off parquet-java's own bloom-filter row-group filtering for the scan: that filtering trusts
+ * whatever filter a file carries (a corrupt header silently drops rows, e.g. DuckDB's
+ * `bloom_filter_short_numbytes.parquet`), while the index only ever holds filters it validated (harvested)
+ * or built itself, so it already does that job, safely. Statistics and dictionary filtering stay on.
  */
 class BloomParquetFileFormat(val selection: RowGroupSelection) extends ParquetFileFormat {
 
@@ -24,6 +29,7 @@ class BloomParquetFileFormat(val selection: RowGroupSelection) extends ParquetFi
       filters: Seq[Filter],
       options: Map[String, String],
       hadoopConf: Configuration): PartitionedFile => Iterator[InternalRow] = {
+    hadoopConf.setBoolean(BloomParquetFileFormat.NativeBloomFiltering, false) // a per-scan copy of the conf
     val read = super.buildReaderWithPartitionValues(sparkSession, dataSchema, partitionSchema, requiredSchema,
       filters, options, hadoopConf)
     val sel = selection
@@ -40,6 +46,8 @@ class BloomParquetFileFormat(val selection: RowGroupSelection) extends ParquetFi
 }
 
 object BloomParquetFileFormat {
+  val NativeBloomFiltering = "parquet.filter.bloom.enabled"
+
   /** Kept ranges (flattened pairs, sorted or not) merged where adjacent, intersected with [s, e). */
   def pieces(ranges: Array[Long], s: Long, e: Long): Seq[(Long, Long)] = {
     val pairs = ranges.grouped(2).map(a => (a(0), a(1))).toSeq.sortBy(_._1)

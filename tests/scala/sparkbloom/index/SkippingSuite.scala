@@ -79,4 +79,34 @@ class SkippingSuite extends AnyFunSuite with LocalSpark {
     assert(s.rowGroupsTotal > 2, s)
     assert(s.rowGroupsKept == 1, s)
   }
+
+  test("row-group pruning gives the same rows with Spark's row-based (non-vectorised) reader") {
+    val dir = tempDir("rgrow") + "/t"
+    spark.range(0, 100000, 1, 1).select(col("id"), sha2(col("id").cast("string"), 256).as("h"))
+      .write.option("parquet.block.size", 128 * 1024).parquet(dir)
+    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("h"), ColumnSpec("id")), Map.empty, ifNotExists = false)
+    spark.conf.set("spark.sql.parquet.enableVectorizedReader", "false")
+    try {
+      val hs = spark.read.parquet(dir).where(col("id").isin(5L, 50005L, 99999L)).select("h").collect().map(_.getString(0))
+      val o = compare(spark.read.parquet(dir).where(col("h").isin(hs: _*)))
+      assert(o.on == o.off && o.on.size == 3)
+      assert(o.skipping.head.rowGroupsKept <= 3 && o.skipping.head.rowGroupsTotal > 3, o.skipping)
+    } finally spark.conf.unset("spark.sql.parquet.enableVectorizedReader")
+  }
+
+  test("spark.sparkbloom.index.root keeps indexes outside the table directory") {
+    val dir = tempDir("ro") + "/t"
+    val root = tempDir("indexroot")
+    spark.range(0, 1000, 1, 5).write.parquet(dir)
+    spark.conf.set("spark.sparkbloom.index.root", root)
+    try {
+      BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id")), Map.empty, ifNotExists = false)
+      assert(!new java.io.File(dir, "_sparkbloom").exists())
+      assert(new java.io.File(root).list().nonEmpty)
+      val o = compare(spark.read.parquet(dir).where(col("id") === 321L))
+      assert(o.on == o.off && o.on.size == 1 && o.filesRead == 1)
+    } finally spark.conf.unset("spark.sparkbloom.index.root")
+    val without = compare(spark.read.parquet(dir).where(col("id") === 321L))
+    assert(without.on == without.off && without.filesRead == 5) // the index is not found under the table
+  }
 }

@@ -264,10 +264,15 @@ def run_query(spark, sql, runs):
         answer = rows
     group = f"e2e-{random.getrandbits(48):x}"
     spark.sparkContext.setJobGroup(group, "metrics run")
+    t = time.perf_counter()
     df = spark.sql(sql)
+    df._jdf.queryExecution().executedPlan()  # analysis + optimisation (index loading) + physical planning
+    t_plan = time.perf_counter() - t
     rows = df.collect()
+    t_total = time.perf_counter() - t
     spark.sparkContext.setJobGroup("", "")
     m = scan_metrics(df)
+    m["profile_s"] = {"plan": t_plan, "execute": t_total - t_plan}
     m["bytes_read"] = input_bytes_of_group(spark, group)
     if norm(rows) != norm(answer):
         raise RuntimeError("non-deterministic answer for " + sql)

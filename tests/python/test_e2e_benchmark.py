@@ -47,7 +47,10 @@ def test_point_lookup_reads_fewer_files_with_the_index(quick_result):
         assert per["plain"]["rows_returned"] == 1
         assert per["sparkbloom"]["files_read"] < per["plain"]["files_read"], q
         assert per["sparkbloom"]["files_read"] < per["native"]["files_read"], q
-    assert v["queries"]["absent_key"]["sparkbloom"]["files_read"] == 0
+    # Not == 0: at fpp 0.01 each indexed file is a false positive with probability ~1%.
+    absent = v["queries"]["absent_key"]
+    assert absent["plain"]["rows_returned"] == 0
+    assert absent["sparkbloom"]["files_read"] < absent["plain"]["files_read"]
 
 
 def test_outputs_written(quick_result):

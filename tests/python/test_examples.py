@@ -62,7 +62,7 @@ def test_the_demo_prints_its_table_on_a_small_run(tmp_path: Path) -> None:
     assert len(table) == 10  # 5 queries, index off and on
     off_on = [(table[i], table[i + 1]) for i in range(0, 10, 2)]
     for off, on in off_on:
-        assert off.split()[-5] == on.split()[-5], (off, on)  # the same rows with the index on and off
+        assert off.split()[-4] == on.split()[-4], (off, on)  # the same rows with the index on and off
 
 
 def test_the_scala_example_runs_in_spark_shell(tmp_path: Path) -> None:

@@ -15,10 +15,18 @@ final case class ScanSkipping(
     filesNotCovered: Long)  // read because they are new/changed/not in the index
 
 object SkippingReport extends AdaptiveSparkPlanHelper {
-  /** The skipping of every bloom-pruned scan in an executed plan (after the query ran). */
+  /**
+   * The skipping of every bloom-pruned scan in a physical plan. A scan that has not listed its files yet
+   * (the plan was never executed, e.g. `df.show()` ran a different plan) is asked to list them now; that is
+   * planning work only, no data is read.
+   */
   def forPlan(plan: SparkPlan): Seq[ScanSkipping] = collectWithSubqueries(plan) {
     case s: FileSourceScanExec if s.relation.location.isInstanceOf[BloomSkippingFileIndex] =>
-      s.relation.location.asInstanceOf[BloomSkippingFileIndex].lastSkipping
+      val index = s.relation.location.asInstanceOf[BloomSkippingFileIndex]
+      index.lastSkipping.orElse {
+        index.listFiles(s.partitionFilters, s.dataFilters)
+        index.lastSkipping
+      }
   }.flatten
 
   @volatile private var last: Option[ScanSkipping] = None

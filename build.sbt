@@ -58,7 +58,8 @@ lazy val bench = (project in file("benchmarks/jmh"))
       "org.apache.spark" %% "spark-sql" % v("spark"),
       "org.apache.parquet" % "parquet-hadoop" % v("parquet")
     ),
-    Jmh / javaOptions ++= jvmFlags,
+    // JMH's forks inherit these; 3 GiB holds the three 128 MiB filters built for verification.
+    Jmh / javaOptions ++= jvmFlags ++ Seq("-Xmx3g"),
     Jmh / fork := true,
     run / fork := true,
     run / javaOptions ++= jvmFlags

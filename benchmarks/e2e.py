@@ -46,6 +46,8 @@ def parse_args(argv=None):
     p.add_argument("--rows-per-file", type=int, help="rows per file = per row group (default 10000; quick 1000)")
     p.add_argument("--runs", type=int, help="timed runs per query after one warm-up (default 5; quick 1)")
     p.add_argument("--build-runs", type=int, help="timed runs of each build (default 3; quick 1)")
+    p.add_argument("--fpp", type=float, default=0.01,
+                   help="target fpp of the native filters and of the sparkbloom index (default 0.01)")
     p.add_argument("--no-8rg", action="store_true", help="skip the 8-row-groups-per-file layout")
     p.add_argument("--out", help="result JSON (default benchmarks/results/e2e-<timestamp>.json)")
     p.add_argument("--img-dir", help="where PNG plots go (default docs/img; '' for none)")
@@ -520,6 +522,8 @@ def environment(spark):
 
 def main(argv=None):
     args = parse_args(argv)
+    global FPP
+    FPP = args.fpp
     rng = random.Random(args.seed)
     spark = make_session(args)
     base = args.data_dir or tempfile.mkdtemp(prefix="sparkbloom-e2e-")

@@ -206,7 +206,8 @@ def test_a_standalone_cluster_builds_the_index_on_its_executors_and_skips_like_l
 
     expected_kept = {"point id": 1, "point email": 1, "IN id": 3, "IN email": 2, "absent id": 0, "absent email": 0}
     kept = {name: q["num_files_on"] for name, q in report["queries"].items()}
-    print(f"\nfiles read on the cluster (40 files): {kept}; local: "
+    print(f"\nbuild tasks per executor: {build}; jar fetched by executors {shipped}")
+    print(f"files read on the cluster (40 files): {kept}; local: "
           f"{ {name: q['num_files_on'] for name, q in local.items()} }")
     assert {n: k for n, k in kept.items() if n.startswith("absent")} == {"absent id": 0, "absent email": 0}
     # Present keys: at least their own files; a bloom false positive (fpp 0.001) may add one.

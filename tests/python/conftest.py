@@ -59,3 +59,9 @@ def bloom_enabled(spark: SparkSession) -> Iterator[None]:
     before = spark.conf.get("spark.sparkbloom.enabled", "true")
     yield
     spark.conf.set("spark.sparkbloom.enabled", before)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "cluster: starts a Spark standalone master and workers on 127.0.0.1 (deselect: -m 'not cluster')"
+    )

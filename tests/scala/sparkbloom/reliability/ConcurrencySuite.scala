@@ -36,14 +36,13 @@ class ConcurrencySuite extends AnyFunSuite with LocalSpark {
   private def describe(s: SparkSession, dir: String): IndexDescription = BloomIndexes.describe(s, TableRef.Path(dir), "ix")
   private def refreshSql(dir: String) = s"REFRESH BLOOM INDEX ix ON parquet.`$dir` FULL"
 
-  private val probes = Seq(0L, 7L, 1234L, 2999L, Rows - 1, Rows + 5, 123456L)
+  private val probes = Seq(7L, 2999L, Rows + 5)
   private val checked = new AtomicInteger()
 
   /** Point lookups and combinations: same rows with the index on and off; returns how many queries skipped files. */
   private def assertCorrect(dir: String, keys: Seq[Long] = probes): Int = {
     def df = spark.read.parquet(dir)
-    val preds = keys.flatMap(k => Seq(col("id") === k, col("s") === s"k$k")) ++
-      Seq(col("id").isin(keys: _*), col("id") === keys(1) || col("s") === s"k${keys(2)}")
+    val preds = keys.flatMap(k => Seq(col("id") === k, col("s") === s"k$k")) :+ col("id").isin(keys: _*)
     preds.count { p =>
       val o = compare(df.where(p))
       checked.incrementAndGet()
@@ -63,15 +62,12 @@ class ConcurrencySuite extends AnyFunSuite with LocalSpark {
   test("two concurrent REFRESH FULL of the same index never tear it: one wins, the other fails with a clear error") {
     val dir = newTable("concurrent")
     val other = spark.newSession()
-    val rounds = 4
+    val rounds = 3
     var lost = 0
     for (round <- 1 to rounds) {
       val before = describe(spark, dir).version
       val barrier = new CyclicBarrier(2)
       val outcomes = Seq(spark, other).map { s =>
-        val t = new Thread(() => ()) // placeholder, replaced below
-        (s, t)
-      }.map { case (s, _) =>
         val result = new java.util.concurrent.atomic.AtomicReference[Either[Throwable, Unit]]()
         val t = new Thread(() => {
           try { barrier.await(60, TimeUnit.SECONDS); s.sql(refreshSql(dir)).collect(); result.set(Right(())) }
@@ -108,28 +104,27 @@ class ConcurrencySuite extends AnyFunSuite with LocalSpark {
   test("queries running during repeated REFRESH FULL return the same rows as without the index") {
     val dir = newTable("during")
     val writer = spark.newSession()
-    val refreshes = 4
-    val done = new AtomicBoolean(false)
+    val stop = new AtomicBoolean(false)
+    val refreshes = new AtomicInteger()
     val error = new java.util.concurrent.atomic.AtomicReference[Throwable]()
     val t = new Thread(() => {
-      try (1 to refreshes).foreach(_ => writer.sql(refreshSql(dir)).collect())
+      try while (!stop.get() || refreshes.get() == 0) { writer.sql(refreshSql(dir)).collect(); refreshes.incrementAndGet() }
       catch { case e: Throwable => error.set(e) }
-      finally done.set(true)
     }, "refresher")
     t.start()
     var queries = 0; var skipped = 0
     val rnd = new scala.util.Random(6)
-    while (!done.get()) {
-      val keys = Seq(rnd.nextLong(Rows), rnd.nextLong(Rows), rnd.nextLong(Rows), Rows + rnd.nextLong(1000))
+    try for (_ <- 1 to 3) { // the refresher runs REFRESH FULL back to back for as long as these queries run
+      val keys = Seq(rnd.nextLong(Rows), Rows + rnd.nextLong(1000))
       skipped += assertCorrect(dir, keys)
-      queries += 2 * keys.size + 2
-    }
+      queries += 2 * keys.size + 1
+    } finally stop.set(true)
     t.join()
     assert(error.get() == null, s"refresh failed: ${error.get()}")
-    assertConsistent(dir, 1 + refreshes)
+    assertConsistent(dir, 1L + refreshes.get())
     assertCorrect(dir)
     assert(skipped > 0, "no query used the index")
-    info(s"$queries queries during $refreshes refreshes, $skipped of them skipped files")
+    info(s"$queries queries during ${refreshes.get} refreshes, $skipped of them skipped files")
   }
 
   // ---- SIGKILL of a driver in the middle of a build ----

@@ -109,4 +109,18 @@ class SkippingSuite extends AnyFunSuite with LocalSpark {
     val without = compare(spark.read.parquet(dir).where(col("id") === 321L))
     assert(without.on == without.off && without.filesRead == 5) // the index is not found under the table
   }
+
+  test("INT96 timestamps prune, except when Spark's int96TimestampConversion shifts them on read") {
+    val dir = tempDir("int96") + "/t"
+    spark.range(0, 400, 1, 4).selectExpr("id", "timestamp_seconds(id * 3600) as ts").write.parquet(dir) // INT96 by default
+    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("ts")), Map.empty, ifNotExists = false)
+    val ts = spark.read.parquet(dir).where(col("id") === 123L).select("ts").head().getTimestamp(0)
+    val pruned = compare(spark.read.parquet(dir).where(col("ts") === lit(ts)))
+    assert(pruned.on == pruned.off && pruned.on.size == 1 && pruned.filesRead == 1)
+    spark.conf.set("spark.sql.parquet.int96TimestampConversion", "true")
+    try {
+      val kept = compare(spark.read.parquet(dir).where(col("ts") === lit(ts)))
+      assert(kept.on == kept.off && kept.on.size == 1 && kept.filesRead == 4)
+    } finally spark.conf.unset("spark.sql.parquet.int96TimestampConversion")
+  }
 }

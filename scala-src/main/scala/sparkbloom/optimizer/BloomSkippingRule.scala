@@ -65,7 +65,8 @@ class BloomSkippingRule(session: SparkSession) extends Rule[LogicalPlan] {
         else {
           val selection = new RowGroupSelection(BloomConf.rowGroupPruning(session))
           val index = new BloomSkippingFileIndex(rel.location, used, selection, l.catalogTable.map(_.identifier.unquotedString)
-            .getOrElse(r.toString))
+            .getOrElse(r.toString),
+            int96Probes = !session.conf.get("spark.sql.parquet.int96TimestampConversion", "false").toBoolean)
           val format = new BloomParquetFileFormat(selection)
           val newRel = rel.copy(location = index, fileFormat = format)(rel.sparkSession)
           Some(f.copy(child = l.copy(relation = newRel)))

@@ -11,8 +11,12 @@ import sparkbloom.optimizer.BloomPredicate._
  * Evaluates a [[BloomPredicate]] against one row group's filters. Literals are hashed once per column
  * encoding (files of one table may differ: INT32 vs INT64, micros vs INT96) and probed as a batch.
  * Unsure means "might match": a missing filter, an unknown encoding, a value that cannot be encoded.
+ *
+ * `int96Probes = false` (Spark's `spark.sql.parquet.int96TimestampConversion` is on) keeps every INT96 chunk:
+ * Spark then shifts INT96 values of non-Spark files by a time zone when reading, so the stored bytes are
+ * not the literal's bytes.
  */
-final class RowGroupEvaluator(predicate: BloomPredicate) {
+final class RowGroupEvaluator(predicate: BloomPredicate, int96Probes: Boolean = true) {
   private val hashCache = mutable.HashMap[(In, ColumnEncoding), Array[Long]]()
 
   def mightMatch(rg: RowGroupEntry): Boolean = eval(predicate, rg)
@@ -29,6 +33,7 @@ final class RowGroupEvaluator(predicate: BloomPredicate) {
   private def mightContain(in: In, cf: ColumnFilter): Boolean = {
     if (cf.nonNull == 0) false // only nulls in this chunk (or the column is absent from the file)
     else if (cf.filter == null || cf.encoding == null) true
+    else if (!int96Probes && cf.encoding.physical == "INT96") true
     else {
       val hs = hashCache.getOrElseUpdate((in, cf.encoding), hashesOf(in, cf.encoding))
       hs == null || cf.filter.mightContainAny(hs)

@@ -21,7 +21,8 @@ class BloomSkippingFileIndex(
     val delegate: FileIndex,
     val indexes: Seq[(LoadedIndex, BloomPredicate)],
     val selection: RowGroupSelection,
-    val tableName: String) extends FileIndex {
+    val tableName: String,
+    val int96Probes: Boolean = true) extends FileIndex {
 
   private val log = LoggerFactory.getLogger(getClass)
   @volatile var lastSkipping: Option[ScanSkipping] = None
@@ -46,7 +47,7 @@ class BloomSkippingFileIndex(
   }
 
   private def prune(listed: Seq[PartitionDirectory]): Seq[PartitionDirectory] = {
-    val evaluators = indexes.map { case (idx, p) => (idx, new RowGroupEvaluator(p)) }
+    val evaluators = indexes.map { case (idx, p) => (idx, new RowGroupEvaluator(p, int96Probes)) }
     var filesTotal, filesKept, rgTotal, rgKept, notCovered = 0L
     val ranges = Map.newBuilder[String, Array[Long]]
     val out = listed.map { dir =>

@@ -12,7 +12,8 @@ import org.apache.parquet.hadoop.metadata.{BlockMetaData, ColumnChunkMetaData, F
 import org.apache.parquet.hadoop.util.HadoopInputFile
 import org.apache.parquet.io.SeekableInputStream
 
-import sparkbloom.sbbf.{ParquetBloomFilter, Sbbf, Sizing}
+import sparkbloom.parquet.NativeFilterReader
+import sparkbloom.sbbf.{Sbbf, Sizing}
 
 /**
  * `python -m sparkbloom inspect`: what native bloom filters a Parquet file (or a directory of them,
@@ -104,28 +105,10 @@ object Inspector {
   private final case class Valid(sbbf: Sbbf) extends Filter
   private final case class Corrupt(reason: String) extends Filter
 
-  /** Reads the chunk's filter, trusting nothing: every bound is checked against the file. */
-  private def filter(in: SeekableInputStream, fileLen: Long, c: ColumnChunkMetaData): Filter = {
-    val offset = c.getBloomFilterOffset
-    val stored = c.getBloomFilterLength
-    if (offset < 0) Absent
-    else if (offset >= fileLen) Corrupt(s"offset $offset is past the end of the file ($fileLen bytes)")
-    else try {
-      if (stored > 0) {
-        if (offset + stored > fileLen)
-          Corrupt(s"$stored bytes at offset $offset run past the end of the file ($fileLen bytes)")
-        else Valid(ParquetBloomFilter.deserialize(read(in, offset, stored), 0, stored, Some(stored)))
-      } else {
-        // No bloom_filter_length (older writers): the header alone says how long the filter is.
-        val head = read(in, offset, math.min(256L, fileLen - offset).toInt)
-        val p = ParquetBloomFilter.parseHeader(head, 0, head.length)
-        val total = p.headerLength.toLong + p.numBytes
-        if (offset + total > fileLen)
-          Corrupt(s"a ${p.numBytes}-byte bitset at offset $offset runs past the end of the file ($fileLen bytes)")
-        else Valid(ParquetBloomFilter.deserialize(read(in, offset, total.toInt), 0, total.toInt, None))
-      }
-    } catch { case NonFatal(e) => Corrupt(reason(e)) }
-  }
+  /** Reads the chunk's filter with the index's own reader, which trusts nothing and checks every bound. */
+  private def filter(in: SeekableInputStream, fileLen: Long, c: ColumnChunkMetaData): Filter =
+    try NativeFilterReader.read(in, fileLen, c).map(Valid(_)).getOrElse(Absent)
+    catch { case NonFatal(e) => Corrupt(reason(e)) }
 
   private def column(c: ColumnChunkMetaData, f: Filter) = {
     val t = c.getPrimitiveType

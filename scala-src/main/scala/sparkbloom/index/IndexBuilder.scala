@@ -80,7 +80,6 @@ object IndexBuilder {
         throw new SparkException(s"${EncryptedPrefix}cannot index column ${c.name}: it is encrypted in ${f.path}; " +
           "sparkbloom does not copy membership of encrypted values into an unencrypted index")
       val out = mutable.Buffer[Row]()
-      val perRg = footer.rowGroups.indices.map(rg => cols.map(c => rg -> c))
       val entriesPerFile = footer.rowGroups.size * cols.length
       // Decide per chunk: harvest, scan, or "no filter". Scans need the pages, read row group by row group.
       val toScan = mutable.Map[(Int, String), ColumnPlan]()

@@ -36,7 +36,7 @@ final case class FooterInfo(rowGroups: IndexedSeq[RowGroupRange], fileLength: Lo
       ChunkInfo(name, FileEncodings.of(field, keyValueMetadata),
         stats.filter(s => s.isNumNullsSet).map(_.getNumNulls),
         Some(c.getBloomFilterOffset).filter(_ >= 0),
-        Some(c.getBloomFilterLength).filter(_ > 0),
+        NativeFilterReader.storedLength(c),
         c.isEncrypted)
     }
   }

@@ -30,7 +30,7 @@ object NativeFilterReader {
       case Some(len) =>
         if (len <= 0 || offset + len > fileLength)
           throw new InvalidBloomFilterException(
-            s"bloom filter of $len bytes at offset $offset runs outside the file of $fileLength bytes")
+            s"bloom filter at offset $offset: its $len bytes run past the end of the file (they lie outside the file of $fileLength bytes)")
         if (len > Sbbf.MaxBytes + HeaderPrefix)
           throw new InvalidBloomFilterException(s"bloom filter length $len exceeds the ${Sbbf.MaxBytes} byte maximum")
         val bytes = readAt(in, offset, len)

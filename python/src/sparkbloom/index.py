@@ -4,7 +4,7 @@ Everything here calls the same Scala facade as the SQL statements (``CREATE BLOO
 ``sparkbloom.api.PythonApi``; nothing is decided in Python.
 
     >>> events = spark.read.parquet("/data/events")
-    >>> idx = events.bloomFilterIndex("user_id", fpp=0.01)
+    >>> idx = events.bloomFilterIndex("user_id")
     >>> idx
     BloomIndex('bloom_user_id' on 'file:/data/events', columns=('user_id',))
     >>> events.where("user_id = 42").count()           # skips files that cannot hold 42
@@ -126,19 +126,27 @@ def bloom_filter_index(
     df: DataFrame,
     *columns: Union[str, Sequence[str]],
     name: Optional[str] = None,
-    fpp: float = 0.01,
+    fpp: Optional[float] = None,
     ndv: Optional[int] = None,
+    false_reads_per_key: Optional[float] = None,
 ) -> BloomIndex:
     """Creates, or returns up to date, the bloom index `name` over the Parquet files `df` reads.
 
     `df` must be a plain scan of Parquet files (``spark.read.parquet(path)`` or ``spark.table(t)``,
     optionally with ``select``/``where`` on top); anything else raises :class:`BloomIndexError`.
-    `name` defaults to ``bloom_<columns>``; `fpp` is the target false-positive probability and `ndv`
-    the expected number of distinct values per file (measured when not given).
+    `name` defaults to ``bloom_<columns>``.
 
-    Also available as the DataFrame method ``df.bloomFilterIndex(*columns, name=None, fpp=0.01, ndv=None)``:
+    Sizing: by default the filters share a budget of ``false_reads_per_key`` (0.1, or the session's
+    ``spark.sparkbloom.falseReadsPerKey``): the expected number of row groups read in error per looked-up
+    value, summed over the whole table, so false reads do not grow with the table. An explicit `fpp` instead
+    fixes the false-positive probability of every row group (false reads then grow as row groups × fpp);
+    give one or the other. `ndv` caps the distinct values a row group's filter is sized for (measured when
+    not given).
 
-    >>> idx = spark.read.parquet("/data/events").bloomFilterIndex("user_id", "session", fpp=0.001)
+    Also available as the DataFrame method
+    ``df.bloomFilterIndex(*columns, name=None, fpp=None, ndv=None, false_reads_per_key=None)``:
+
+    >>> idx = spark.read.parquet("/data/events").bloomFilterIndex("user_id", "session", false_reads_per_key=0.05)
     >>> idx.columns
     ('user_id', 'session')
     """
@@ -152,8 +160,9 @@ def bloom_filter_index(
                 jdf,
                 _jvm.string_array(spark, names),
                 name,
-                float(fpp),
+                None if fpp is None else float(fpp),
                 _jvm.java_long(spark, ndv),
+                None if false_reads_per_key is None else float(false_reads_per_key),
             )
         )
     return _handle(spark, description)

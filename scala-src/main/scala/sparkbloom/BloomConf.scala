@@ -12,12 +12,26 @@ object BloomConf {
   val RowGroupPruning = "spark.sparkbloom.rowGroupPruning.enabled"
   /** Take filters already inside the files instead of scanning the column, when valid. */
   val Harvest = "spark.sparkbloom.harvest.enabled"
-  /** Default target false-positive probability for new filters. */
+  /**
+   * A fixed false-positive probability per row group for new indexes that give neither `fpp` nor
+   * `false_reads_per_key`. Unset by default: new indexes are sized by [[FalseReadsPerKey]].
+   */
   val DefaultFpp = "spark.sparkbloom.fpp"
+  /**
+   * Default sizing of new indexes: the expected number of row groups read in error per looked-up value,
+   * summed over the whole table (see `index/FppBudget.scala`).
+   */
+  val FalseReadsPerKey = "spark.sparkbloom.falseReadsPerKey"
+  /** Ceiling on filter bits per distinct value; past it the expected false reads rise instead. */
+  val MaxBitsPerValue = "spark.sparkbloom.maxBitsPerValue"
 
   def enabled(s: SparkSession): Boolean = s.conf.get(Enabled, "true").toBoolean
   def indexRoot(s: SparkSession): Option[String] = Option(s.conf.get(IndexRoot, null)).filter(_.nonEmpty)
   def rowGroupPruning(s: SparkSession): Boolean = s.conf.get(RowGroupPruning, "true").toBoolean
   def harvest(s: SparkSession): Boolean = s.conf.get(Harvest, "true").toBoolean
-  def defaultFpp(s: SparkSession): Double = s.conf.get(DefaultFpp, "0.01").toDouble
+  def defaultFpp(s: SparkSession): Option[Double] = Option(s.conf.get(DefaultFpp, null)).filter(_.trim.nonEmpty).map(_.toDouble)
+  def falseReadsPerKey(s: SparkSession): Double =
+    s.conf.get(FalseReadsPerKey, index.FppPolicy.DefaultFalseReadsPerKey.toString).toDouble
+  def maxBitsPerValue(s: SparkSession): Double =
+    s.conf.get(MaxBitsPerValue, index.FppPolicy.DefaultMaxBitsPerValue.toString).toDouble
 }

@@ -19,13 +19,14 @@ object PythonApi {
 
   /** `df.bloomFilterIndex(...)`: the index over the Parquet files behind `df`, created or brought up to date. */
   def createForDataFrame(df: DataFrame, columns: Array[String], name: String,
-                         fpp: java.lang.Double, ndv: java.lang.Long): String = {
+                         fpp: java.lang.Double, ndv: java.lang.Long, falseReadsPerKey: java.lang.Double): String = {
     if (columns == null || columns.isEmpty) throw new BloomIndexException("A bloom index needs at least one column.")
     // Refuses anything but a plain Parquet scan and computed columns, before any work.
     val DataFrameTable.Target(table, fileColumns) = DataFrameTable.target(df, columns.toSeq)
     val spark = df.sparkSession
     val indexName = Option(name).getOrElse(defaultName(fileColumns))
-    val options = Seq(Option(fpp).map(f => "fpp" -> f.toString), Option(ndv).map(n => "ndv" -> n.toString)).flatten.toMap
+    val options = Seq(Option(fpp).map(f => "fpp" -> f.toString), Option(ndv).map(n => "ndv" -> n.toString),
+      Option(falseReadsPerKey).map(b => BloomIndexes.FalseReadsPerKeyKey -> b.toString)).flatten.toMap
     val existing = BloomIndexes.list(spark, table).find(_.name.equalsIgnoreCase(indexName))
     val description = existing match {
       case None =>
@@ -101,9 +102,21 @@ object PythonApi {
     "table" -> d.table,
     "table_ref" -> tableString(table),
     "location" -> d.location,
-    "columns" -> d.columns.map(c => Json.obj("name" -> c.name, "fpp" -> c.fpp, "ndv" -> c.ndv)),
+    "columns" -> d.columns.map(c => Json.obj("name" -> c.name, "fpp" -> c.fpp, "ndv" -> c.ndv,
+      "false_reads_per_key" -> c.falseReadsPerKey)),
     "fpp" -> d.fpp,
     "ndv" -> d.ndv,
+    "false_reads_per_key" -> d.falseReadsPerKey,
+    "max_bits_per_value" -> d.maxBitsPerValue,
+    "column_stats" -> d.columnStats.zipWithIndex.map { case (s, i) => Json.obj(
+      "column" -> s.column,
+      "sizing" -> d.policies.lift(i).orNull,
+      "row_groups" -> s.rowGroups,
+      "size_in_bytes" -> s.sizeInBytes,
+      "distinct_values" -> s.distinctValues,
+      "bytes_per_value" -> s.bytesPerValue,
+      "expected_false_reads_per_key" -> s.expectedFalseReadsPerKey,
+      "row_groups_at_ceiling" -> s.rowGroupsAtCeiling) },
     "version" -> d.version,
     "created_at_millis" -> d.createdAtMillis,
     "files_covered" -> d.filesCovered,

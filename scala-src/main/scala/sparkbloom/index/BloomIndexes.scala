@@ -23,8 +23,8 @@ object BloomIndexes {
              options: Map[String, String], ifNotExists: Boolean): IndexDescription = {
     checkName(name)
     val t = TableResolver.resolve(spark, table, refresh = true)
-    val (fpp, ndv) = parseOptions(options, BloomConf.defaultFpp(spark))
-    val cols = resolveColumns(t, columns, fpp, ndv)
+    val opts = parseOptions(spark, options)
+    val cols = resolveColumns(t, columns, opts)
     val dir = indexDir(spark, t, name)
     val fs = dir.getFileSystem(spark.sessionState.newHadoopConf())
     IndexStore.latestMeta(fs, dir)._1 match {
@@ -33,7 +33,7 @@ object BloomIndexes {
       case None =>
     }
     val next = IndexStore.versions(fs, dir).headOption.getOrElse(0L) + 1
-    buildVersion(spark, t, dir, name, cols, fpp, ndv, next, t.listFiles(), None)
+    buildVersion(spark, t, dir, name, cols, opts, next, t.listFiles(), None)
     describe(spark, table, name)
   }
 
@@ -79,7 +79,8 @@ object BloomIndexes {
       IndexStore.commit(fs, conf, dir, meta.copy(columns = remaining, version = meta.version + 1, dataDir = dataDirName,
         createdAtMillis = System.currentTimeMillis(), entries = entries.size.toLong,
         harvested = entries.count(_.source == "harvest").toLong, scanned = entries.count(_.source == "scan").toLong,
-        sizeInBytes = entries.map(e => if (e.filter == null) 0L else e.filter.numBytes.toLong).sum))
+        sizeInBytes = entries.map(e => if (e.filter == null) 0L else e.filter.numBytes.toLong).sum,
+        columnStats = meta.columnStats.map(_.filter(s => keep.contains(s.column)))))
     } catch {
       case NonFatal(e) => try fs.delete(dataDir, true) catch { case NonFatal(_) => }; throw e
     }
@@ -92,13 +93,13 @@ object BloomIndexes {
     val fs = dir.getFileSystem(spark.sessionState.newHadoopConf())
     val meta = IndexStore.latestMeta(fs, dir)._1.getOrElse(
       throw new BloomIndexException(s"Bloom index $name does not exist on ${t.display}"))
-    val cols = resolveColumns(t, meta.columns.map(_.spec), meta.fpp, meta.ndv)
+    val cols = resolveColumns(t, meta.columns.map(_.spec), meta.options)
     val files = t.listFiles()
     val previous = if (full) None else {
       val loaded = IndexStore.load(fs, spark.sessionState.newHadoopConf(), dir, meta)
       if (loaded.problems.nonEmpty) None else Some(loaded)
     }
-    buildVersion(spark, t, dir, name, cols, meta.fpp, meta.ndv, meta.version + 1, files, previous)
+    buildVersion(spark, t, dir, name, cols, meta.options, meta.version + 1, files, previous)
     describe(spark, table, name)
   }
 
@@ -130,11 +131,13 @@ object BloomIndexes {
     IndexDescription(name, t.display, dir.toString, meta.columns.map(_.spec), meta.fpp, meta.ndv, meta.version,
       meta.createdAtMillis, covered, loaded.files.valuesIterator.filter(f => current.contains(f.path)).map(_.rowGroups.size.toLong).sum,
       meta.harvested, meta.scanned, meta.sizeInBytes, files.size, files.size - covered,
-      loaded.files.keysIterator.count(p => !current.contains(p)), commitProblems ++ loaded.problems)
+      loaded.files.keysIterator.count(p => !current.contains(p)), commitProblems ++ loaded.problems,
+      meta.falseReadsPerKey, meta.columns.map(_.policy.describe), meta.maxBitsPerValue,
+      meta.columnStats.getOrElse(Nil))
   }
 
   private def buildVersion(spark: SparkSession, t: ResolvedTable, dir: Path, name: String, cols: Seq[IndexedColumn],
-                           fpp: Double, ndv: Option[Long], version: Long, files: Seq[DataFile],
+                           opts: TableOptions, version: Long, files: Seq[DataFile],
                            previous: Option[LoadedIndex]): Unit = {
     val conf = spark.sessionState.newHadoopConf()
     val fs = dir.getFileSystem(conf)
@@ -143,9 +146,16 @@ object BloomIndexes {
     val unchanged = previous.map { p =>
       files.filter(f => p.files.get(f.path).exists(i => i.size == f.size && i.mtime == f.mtime)).map(_.path).toSet
     }.getOrElse(Set.empty[String])
+    val carriedFiles = previous.map(_.files.filter { case (path, _) => unchanged.contains(path) }.values).getOrElse(Nil)
+    val toBuild = files.filterNot(f => unchanged.contains(f.path))
+    // The budget is shared by the table as it is now: carried row groups keep their filters, new ones are
+    // sized against every current row group's values.
+    val budgeted = cols.collect { case c if c.policy.isInstanceOf[FppPolicy.TableBudget] => c.name }
+    val maxBpv = BloomConf.maxBitsPerValue(spark)
+    val sizer = FilterSizer(cols.map(c => c.name -> c.policy).toMap,
+      if (toBuild.isEmpty) Map.empty else SizingJobs.valuesUpperBound(spark, toBuild, budgeted, carriedFiles), maxBpv)
     try {
-      val stats = IndexBuilder.build(spark, files.filterNot(f => unchanged.contains(f.path)), cols,
-        BloomConf.harvest(spark), dataDir)
+      val stats = IndexBuilder.build(spark, toBuild, cols, BloomConf.harvest(spark), dataDir, sizer)
       var carried = (0L, 0L, 0L, 0L, 0L, 0L) // files, rowGroups, entries, harvested, scanned, bytes
       previous.filter(_ => unchanged.nonEmpty).foreach { p =>
         import spark.implicits._
@@ -154,16 +164,21 @@ object BloomIndexes {
           .join(broadcast(keep), Seq("file_path"), "left_semi")
           .select(IndexData.schema.fieldNames.map(col).toSeq: _*)
           .write.mode("append").parquet(dataDir.toString)
-        val kept = p.files.filter { case (path, _) => unchanged.contains(path) }.values
+        val kept = carriedFiles
         val entries = kept.flatMap(_.rowGroups).flatMap(_.columns.values)
         carried = (kept.size.toLong, kept.map(_.rowGroups.size.toLong).sum, entries.size.toLong,
           entries.count(_.source == "harvest").toLong, entries.count(_.source == "scan").toLong,
           entries.map(e => if (e.filter == null) 0L else e.filter.numBytes.toLong).sum)
       }
       if (stats.skipped.nonEmpty) log.warn(s"bloom index $name: files not indexed: ${stats.skipped.mkString("; ")}")
-      val meta = IndexMeta(name, t.display, t.root.toString, cols, fpp, ndv, version, System.currentTimeMillis(),
+      val carriedStats = carriedFiles.flatMap(_.rowGroups).flatMap(_.columns).map { case (c, cf) => ColumnStats.ofEntry(c, cf, maxBpv) }
+      val columnStats = cols.map { c =>
+        ColumnStats.sum(c.name, stats.columnStats.get(c.name).toSeq ++ carriedStats.filter(_.column == c.name))
+      }
+      val meta = IndexMeta(name, t.display, t.root.toString, cols, opts.fpp, opts.ndv, version, System.currentTimeMillis(),
         dataDirName, stats.files + carried._1, stats.rowGroups + carried._2, stats.entries + carried._3,
-        stats.harvested + carried._4, stats.scanned + carried._5, stats.sizeInBytes + carried._6)
+        stats.harvested + carried._4, stats.scanned + carried._5, stats.sizeInBytes + carried._6,
+        opts.falseReadsPerKey, if (opts.fppPerFile) Some(IndexedColumn.FileScope) else None, Some(maxBpv), Some(columnStats))
       IndexStore.commit(fs, conf, dir, meta)
       cleanOldVersions(fs, dir, keep = Set(dataDirName) ++ previous.map(_.meta.dataDir))
     } catch {
@@ -189,21 +204,50 @@ object BloomIndexes {
     if (!IndexStore.validName(name))
       throw new BloomIndexException(s"Invalid bloom index name '$name': use letters, digits and underscores, starting with a letter or underscore")
 
-  private[sparkbloom] def parseOptions(options: Map[String, String], defaultFpp: Double): (Double, Option[Long]) = {
-    var fpp = defaultFpp; var ndv: Option[Long] = None
+  /** Option keys of the facade. [[FppScopeKey]] comes from Databricks' DDL only (its fpp is per file). */
+  val FalseReadsPerKeyKey = "false_reads_per_key"
+  private[sparkbloom] val FppScopeKey = "sparkbloom.fpp_scope"
+
+  /**
+   * The index-wide options, with the session's defaults filled in: an explicit `fpp` wins; otherwise the
+   * budget `false_reads_per_key` (given, or `spark.sparkbloom.falseReadsPerKey`), unless the session sets a
+   * default `spark.sparkbloom.fpp`.
+   */
+  private[sparkbloom] def parseOptions(spark: SparkSession, options: Map[String, String]): TableOptions = {
+    var fpp: Option[Double] = None; var ndv: Option[Long] = None; var budget: Option[Double] = None
+    var perFile = false
     options.foreach { case (k, v) =>
       k.toLowerCase(java.util.Locale.ROOT) match {
-        case "fpp" => fpp = parseFpp(v)
+        case "fpp" => fpp = Some(parseFpp(v))
         case "ndv" | "numitems" => ndv = Some(parseNdv(v))
-        case other => throw new BloomIndexException(s"Unknown bloom index option '$other' (supported: fpp, ndv)")
+        case FalseReadsPerKeyKey => budget = Some(parseBudget(FalseReadsPerKeyKey, v))
+        case FppScopeKey => perFile = v == IndexedColumn.FileScope
+        case other => throw new BloomIndexException(s"Unknown bloom index option '$other' (supported: fpp, ndv, $FalseReadsPerKeyKey)")
       }
     }
-    (fpp, ndv)
+    if (fpp.isDefined && budget.isDefined)
+      throw new BloomIndexException(s"Give either fpp (per row group) or $FalseReadsPerKeyKey (for the whole table), not both")
+    if (fpp.isEmpty && budget.isEmpty) {
+      fpp = BloomConf.defaultFpp(spark).map(f => checkConf(BloomConf.DefaultFpp, f, x => x > 0 && x < 1))
+      if (fpp.isEmpty) budget = Some(checkConf(BloomConf.FalseReadsPerKey, BloomConf.falseReadsPerKey(spark), _ > 0))
+    }
+    val maxBpv = BloomConf.maxBitsPerValue(spark)
+    checkConf(BloomConf.MaxBitsPerValue, maxBpv, b => b >= 8 && b <= 64)
+    TableOptions(fpp, ndv, budget, perFile)
   }
+
+  private def checkConf(key: String, v: Double, ok: Double => Boolean): Double =
+    if (ok(v) && !v.isNaN && !v.isInfinite) v else throw new BloomIndexException(s"Invalid value $v for $key")
 
   private def parseFpp(v: String): Double = {
     val d = try v.trim.toDouble catch { case _: NumberFormatException => throw new BloomIndexException(s"Option fpp must be a number in (0, 1), got '$v'") }
     if (!(d > 0 && d < 1)) throw new BloomIndexException(s"Option fpp must be in (0, 1), got $v")
+    d
+  }
+
+  private[sparkbloom] def parseBudget(key: String, v: String): Double = {
+    val d = try v.trim.toDouble catch { case _: NumberFormatException => throw new BloomIndexException(s"Option $key must be a positive number, got '$v'") }
+    if (!(d > 0) || d.isInfinite) throw new BloomIndexException(s"Option $key must be a positive number, got $v")
     d
   }
 
@@ -213,7 +257,7 @@ object BloomIndexes {
     n
   }
 
-  private def resolveColumns(t: ResolvedTable, specs: Seq[ColumnSpec], fpp: Double, ndv: Option[Long]): Seq[IndexedColumn] = {
+  private def resolveColumns(t: ResolvedTable, specs: Seq[ColumnSpec], opts: TableOptions): Seq[IndexedColumn] = {
     if (specs.isEmpty) throw new BloomIndexException("A bloom index needs at least one column")
     val dupes = specs.groupBy(_.name.toLowerCase).collect { case (n, s) if s.size > 1 => n }
     if (dupes.nonEmpty) throw new BloomIndexException(s"Column ${dupes.head} is listed more than once")
@@ -227,8 +271,16 @@ object BloomIndexes {
         throw new BloomIndexException(s"Cannot index column ${field.name}: ${SparkEncodings.unsupportedReason(field.dataType)}")
       s.fpp.foreach(f => if (!(f > 0 && f < 1)) throw new BloomIndexException(s"Option fpp of column ${s.name} must be in (0, 1), got $f"))
       s.ndv.foreach(n => if (n <= 0) throw new BloomIndexException(s"Option ndv of column ${s.name} must be a positive integer, got $n"))
-      Sizing.checkFpp(s.fpp.getOrElse(fpp))
-      IndexedColumn(field.name, field.dataType.sql, s.fpp.getOrElse(fpp), s.ndv.orElse(ndv))
+      s.falseReadsPerKey.foreach(b => if (!(b > 0) || b.isInfinite)
+        throw new BloomIndexException(s"Option $FalseReadsPerKeyKey of column ${s.name} must be a positive number, got $b"))
+      if (s.fpp.isDefined && s.falseReadsPerKey.isDefined)
+        throw new BloomIndexException(s"Column ${s.name}: give either fpp or $FalseReadsPerKeyKey, not both")
+      // The column's own choice wins, then the index's.
+      val fpp = s.fpp.orElse(if (s.falseReadsPerKey.isDefined) None else opts.fpp)
+      val budget = if (fpp.isDefined) None else s.falseReadsPerKey.orElse(opts.falseReadsPerKey)
+      fpp.foreach(Sizing.checkFpp)
+      IndexedColumn(field.name, field.dataType.sql, fpp, s.ndv.orElse(opts.ndv), budget,
+        if (fpp.isDefined && opts.fppPerFile) Some(IndexedColumn.FileScope) else None)
     }
   }
 }

@@ -22,28 +22,31 @@ import sparkbloom.sbbf.{InvalidBloomFilterException, Sbbf, Sizing}
 final case class DataFile(path: String, size: Long, mtime: Long)
 
 final case class BuildStats(files: Long, rowGroups: Long, entries: Long, harvested: Long, scanned: Long,
-                            sizeInBytes: Long, skipped: Seq[String])
+                            sizeInBytes: Long, skipped: Seq[String], columnStats: Map[String, ColumnStats])
 
 /**
  * The build job: one task per group of data files. Each task reads the footer of its files, takes a
  * valid native bloom filter where a column chunk has one (harvest), otherwise reads only the indexed
  * columns' pages and hashes their values in the file's own physical type, sizes a filter from the
- * chunk's actual distinct count and the target FPP, and emits one entry row per (file, row group, column).
+ * chunk's actual distinct count and the FPP its [[FilterSizer]] gives that row group, and emits one entry
+ * row per (file, row group, column).
  * The rows are written as Parquet by Spark into a directory that is not visible until committed.
  */
 object IndexBuilder {
   private val EncryptedPrefix = "sparkbloom-encrypted: "
 
   def build(spark: SparkSession, files: Seq[DataFile], columns: Seq[IndexedColumn], harvest: Boolean,
-            outDir: Path): BuildStats = {
+            outDir: Path, sizer: FilterSizer): BuildStats = {
     val sc = spark.sparkContext
     val conf = new SerializableConf(spark.sessionState.newHadoopConf())
     val acc = Seq("rowGroups", "entries", "harvested", "scanned", "bytes").map(n => n -> sc.longAccumulator(s"sparkbloom.$n")).toMap
     val skipped = sc.collectionAccumulator[String]("sparkbloom.skipped")
+    val stats = new ColumnStatsAccumulator
+    sc.register(stats, "sparkbloom.columnStats")
     val slices = math.max(1, math.min(files.size, sc.defaultParallelism * 4))
     val cols = columns.toArray
     val rdd = sc.parallelize(files, slices).mapPartitions { it =>
-      it.flatMap(f => indexFile(f, cols, harvest, conf.value, acc, skipped))
+      it.flatMap(f => indexFile(f, cols, harvest, sizer, conf.value, acc, skipped, stats))
     }
     sc.setJobDescription(s"sparkbloom: index ${files.size} files")
     try {
@@ -55,7 +58,7 @@ object IndexBuilder {
         throw new BloomIndexException(rootMessage(e).get.substring(rootMessage(e).get.indexOf(EncryptedPrefix) + EncryptedPrefix.length))
     } finally sc.setJobDescription(null)
     BuildStats(files.size - skipped.value.size, acc("rowGroups").value, acc("entries").value, acc("harvested").value,
-      acc("scanned").value, acc("bytes").value, skipped.value.asScala.toSeq)
+      acc("scanned").value, acc("bytes").value, skipped.value.asScala.toSeq, stats.value)
   }
 
   private def rootMessage(e: Throwable): Option[String] = {
@@ -64,8 +67,9 @@ object IndexBuilder {
     found
   }
 
-  private def indexFile(f: DataFile, cols: Array[IndexedColumn], harvest: Boolean, conf: Configuration,
-                        acc: Map[String, LongAccumulator], skipped: CollectionAccumulator[String]): Seq[Row] = {
+  private def indexFile(f: DataFile, cols: Array[IndexedColumn], harvest: Boolean, sizer: FilterSizer,
+                        conf: Configuration, acc: Map[String, LongAccumulator], skipped: CollectionAccumulator[String],
+                        stats: ColumnStatsAccumulator): Seq[Row] = {
     val path = new Path(f.path)
     val input = HadoopInputFile.fromPath(path, conf)
     val reader = try ParquetFileReader.open(input) catch {
@@ -88,11 +92,13 @@ object IndexBuilder {
         if (p.scan) toScan((rg, c.name)) = p
         (rg, c, p)
       }
-      if (toScan.nonEmpty) scanChunks(reader, footer, toScan, cols, acc)
+      if (toScan.nonEmpty) scanChunks(reader, footer, toScan, cols, sizer, acc)
       for ((rg, c, p) <- plans) {
         val r = footer.rowGroups(rg)
         val bytes = if (p.filter == null) null else p.filter.toBytes
         if (bytes != null) acc("bytes").add(bytes.length)
+        stats.add(ColumnStats.ofEntry(c.name, ColumnFilter(p.encoding.orNull, p.hasNull, p.nonNull, p.filter, p.source, p.ndv),
+          sizer.maxBitsPerValue))
         acc("entries").add(1)
         out += Row(f.path, f.size, f.mtime, entriesPerFile, rg, r.start, r.end, r.numRows, c.name,
           p.encoding.map(_.physical).orNull, p.encoding.map(_.logical).orNull, p.encoding.map(_.typeLength).getOrElse(0),
@@ -140,7 +146,8 @@ object IndexBuilder {
   }
 
   private def scanChunks(reader: ParquetFileReader, footer: FooterInfo, toScan: mutable.Map[(Int, String), ColumnPlan],
-                         cols: Array[IndexedColumn], acc: Map[String, LongAccumulator]): Unit = {
+                         cols: Array[IndexedColumn], sizer: FilterSizer, acc: Map[String, LongAccumulator]): Unit = {
+    val fileRows = footer.rowGroups.map(_.numRows).sum
     val names = toScan.keys.map(_._2).toSeq.distinct.flatMap(footer.fieldName)
     val projection = new MessageType(footer.schema.getName, names.map(n => footer.schema.getFields.get(footer.schema.getFieldIndex(n))).asJava)
     reader.setRequestedSchema(projection)
@@ -156,7 +163,8 @@ object IndexBuilder {
           val h = ChunkHasher.hash(pages, projection, desc, footer.createdBy)
           val ndv = ChunkHasher.distinct(h.hashes, h.count)
           val target = p.column.ndv.map(cap => math.min(cap, ndv.toLong)).getOrElse(ndv.toLong)
-          val filter = Sbbf.empty(IndexSizing.bytesFor(target, p.column.fpp))
+          val fpp = sizer.targetFpp(p.column.name, target, footer.rowGroups(rg).numRows, fileRows)
+          val filter = Sbbf.empty(IndexSizing.bytesFor(target, fpp))
           filter.insertAll(h.hashes, 0, ndv)
           p.filter = filter; p.hasNull = h.nulls > 0; p.nonNull = h.count; p.ndv = ndv
           acc("scanned").add(1)
@@ -173,12 +181,28 @@ object IndexBuilder {
  * which can double the size for nothing.
  */
 object IndexSizing {
-  private val bitsPerValueCache = new java.util.concurrent.ConcurrentHashMap[java.lang.Double, java.lang.Double]()
   def bytesFor(ndv: Long, fpp: Double): Int = {
     if (ndv <= 0) return Sbbf.MinBytes
-    val bpv = bitsPerValueCache.computeIfAbsent(fpp, f => Sizing.bitsPerValue(f)).doubleValue()
-    val blocks = math.ceil(ndv * bpv / 256.0)
+    val blocks = math.ceil(ndv * bitsPerValue(fpp) / 256.0)
     math.min(math.max(blocks, 1.0) * 32, Sbbf.MaxBytes.toDouble).toInt
+  }
+
+  // Every row group has an FPP of its own, so bits per value come from a grid of StepsPerDecade FPPs per
+  // decade, each computed once: an FPP between two grid points gets the bits of the smaller one (never
+  // fewer bits than it needs; under 1% more bits, ~0.05 bits per value at fpp 1e-4).
+  private val StepsPerDecade = 64
+  private val Decades = 12
+  private val grid = Array.fill(StepsPerDecade * Decades + 1)(Double.NaN)
+
+  def bitsPerValue(fpp: Double): Double = {
+    Sizing.checkFpp(fpp)
+    val j = math.ceil(-math.log10(fpp) * StepsPerDecade - 1e-9).toInt
+    if (j >= grid.length) Sizing.bitsPerValue(fpp)
+    else {
+      val cached = grid(j)
+      if (!cached.isNaN) cached
+      else { val b = Sizing.bitsPerValue(math.pow(10, -j.toDouble / StepsPerDecade)); grid(j) = b; b }
+    }
   }
 }
 

@@ -24,13 +24,16 @@ final case class LoadedIndex(meta: IndexMeta, files: Map[String, IndexedFile], p
     .map(c => if (c.filter == null) 0L else c.filter.numBytes.toLong).sum
 }
 
-/** Metadata of one committed version, stored as the commit file's JSON. */
+/**
+ * Metadata of one committed version, stored as the commit file's JSON. Fields added after the first release
+ * are options, so older commits still load (`None`: not recorded by the version that wrote them).
+ */
 final case class IndexMeta(
     name: String,
     table: String,
     tableRoot: String,
     columns: Seq[IndexedColumn],
-    fpp: Double,
+    fpp: Option[Double],                  // the index-wide fpp option, if given
     ndv: Option[Long],
     version: Long,
     createdAtMillis: Long,
@@ -40,12 +43,34 @@ final case class IndexMeta(
     entries: Long,
     harvested: Long,
     scanned: Long,
-    sizeInBytes: Long)
-
-final case class IndexedColumn(name: String, dataType: String, fpp: Double, ndv: Option[Long]) {
-  def sparkType: DataType = DataType.fromDDL(dataType)
-  def spec: ColumnSpec = ColumnSpec(name, Some(fpp), ndv)
+    sizeInBytes: Long,
+    falseReadsPerKey: Option[Double] = None, // the index-wide budget option, if given
+    fppScope: Option[String] = None,         // "file" for Databricks' per-file fpp
+    maxBitsPerValue: Option[Double] = None,  // the ceiling the build applied
+    columnStats: Option[Seq[ColumnStats]] = None) {
+  def options: TableOptions = TableOptions(fpp, ndv, falseReadsPerKey, fppScope.contains(IndexedColumn.FileScope))
 }
+
+/** The index-wide sizing options, as given (each column may override). */
+final case class TableOptions(fpp: Option[Double], ndv: Option[Long], falseReadsPerKey: Option[Double],
+                              fppPerFile: Boolean)
+
+/**
+ * An indexed column and how its filters are sized. `fpp` (per row group, or per file when `fppScope` is
+ * "file") wins over `falseReadsPerKey`; with neither, the table budget of [[FppPolicy]] applies.
+ */
+final case class IndexedColumn(name: String, dataType: String, fpp: Option[Double], ndv: Option[Long],
+                               falseReadsPerKey: Option[Double] = None, fppScope: Option[String] = None) {
+  def sparkType: DataType = DataType.fromDDL(dataType)
+  def spec: ColumnSpec = ColumnSpec(name, fpp, ndv, falseReadsPerKey)
+  def policy: FppPolicy = fpp match {
+    case Some(f) if fppScope.contains(IndexedColumn.FileScope) => FppPolicy.PerFile(f)
+    case Some(f) => FppPolicy.PerRowGroup(f)
+    case None => FppPolicy.TableBudget(falseReadsPerKey.getOrElse(FppPolicy.DefaultFalseReadsPerKey))
+  }
+}
+
+object IndexedColumn { val FileScope = "file" }
 
 object IndexData {
   /** The Parquet schema of the entries table (one row per file, row group and column). */

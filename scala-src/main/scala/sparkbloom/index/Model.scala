@@ -10,7 +10,8 @@ object TableRef {
 }
 
 /** One indexed column and its per-column options. */
-final case class ColumnSpec(name: String, fpp: Option[Double] = None, ndv: Option[Long] = None)
+final case class ColumnSpec(name: String, fpp: Option[Double] = None, ndv: Option[Long] = None,
+                            falseReadsPerKey: Option[Double] = None)
 
 /** What SHOW / DESCRIBE BLOOM INDEX and the Python `describe()` report. */
 final case class IndexDescription(
@@ -18,7 +19,7 @@ final case class IndexDescription(
     table: String,
     location: String,
     columns: Seq[ColumnSpec],
-    fpp: Double,
+    fpp: Option[Double],
     ndv: Option[Long],
     version: Long,
     createdAtMillis: Long,
@@ -30,7 +31,11 @@ final case class IndexDescription(
     filesInTable: Long,
     filesNotCovered: Long,   // new or changed since the version was built: always read
     filesDeleted: Long,      // in the index but gone from the table: ignored
-    problems: Seq[String]    // damage found while reading the index (those files are read)
+    problems: Seq[String],   // damage found while reading the index (those files are read)
+    falseReadsPerKey: Option[Double] = None,
+    policies: Seq[String] = Nil,        // per column, how its filters are sized (FppPolicy.describe)
+    maxBitsPerValue: Option[Double] = None,
+    columnStats: Seq[ColumnStats] = Nil // per column, for the version as stored (empty for older versions)
 )
 
 /** A user error about a bloom index: bad DDL, unknown index or column, unsupported type, bad option. */

@@ -2,18 +2,20 @@ package sparkbloom.sql
 
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 
-import sparkbloom.index.{ColumnSpec, TableRef}
+import sparkbloom.index.{BloomIndexes, ColumnSpec, IndexedColumn, TableRef}
 
 /**
  * The grammar of the bloom-index statements, by recursive descent. Every error is a ParseException
  * naming the token it is at; nothing runs until the whole statement has parsed.
  * {{{
- *   CREATE BLOOM INDEX [IF NOT EXISTS] name ON table (col [OPTIONS (...)], ...) [OPTIONS (fpp = .., ndv = ..)]
+ *   CREATE BLOOM INDEX [IF NOT EXISTS] name ON table (col [OPTIONS (...)], ...)
+ *                                      [OPTIONS (false_reads_per_key = .. | fpp = .., ndv = ..)]
  *   DROP BLOOM INDEX [IF EXISTS] name ON table
  *   REFRESH BLOOM INDEX name ON table [FULL | INCREMENTAL]
  *   SHOW BLOOM INDEXES ON table
  *   DESC[RIBE] BLOOM INDEX name ON table
  *   CREATE BLOOMFILTER INDEX ON [TABLE] table FOR COLUMNS (col [OPTIONS (fpp = .., numItems = ..)], ...) [OPTIONS (...)]
+ *     (Databricks' fpp is per file; false_reads_per_key is accepted too)
  *   DROP BLOOMFILTER INDEX ON [TABLE] table [FOR COLUMNS (col, ...)]
  *
  *   table := identifier ('.' identifier)*  |  parquet.`/path`
@@ -84,8 +86,8 @@ private final class BloomDdlParser(in: TokenCursor) {
     in.expectWord("COLUMNS")
     val columns = columnSpecs(DatabricksNdvKey)
     val options = tableOptions(DatabricksNdvKey)
-    CreateBloomIndexCommand(table, DropBloomFilterColumnsCommand.IndexName, columns, options.asMap,
-      ifNotExists = false)
+    CreateBloomIndexCommand(table, DropBloomFilterColumnsCommand.IndexName, columns,
+      options.asMap + (BloomIndexes.FppScopeKey -> IndexedColumn.FileScope), ifNotExists = false)
   }
 
   private def databricksDrop(): LogicalPlan = {
@@ -146,7 +148,7 @@ private final class BloomDdlParser(in: TokenCursor) {
     val specs = in.parenthesised {
       val name = columnName()
       val options = if (in.acceptWord("OPTIONS")) IndexOptions.parse(in, ndvKey) else IndexOptions()
-      (name, ColumnSpec(name.text, options.fpp, options.ndv))
+      (name, ColumnSpec(name.text, options.fpp, options.ndv, options.falseReadsPerKey))
     }
     distinctColumns(specs.map(_._1))
     specs.map(_._2)

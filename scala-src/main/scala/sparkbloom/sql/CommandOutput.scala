@@ -6,7 +6,7 @@ import org.apache.spark.sql.Row
 import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference}
 import org.apache.spark.sql.types._
 
-import sparkbloom.index.{ColumnSpec, IndexDescription}
+import sparkbloom.index.{ColumnSpec, ColumnStats, IndexDescription}
 
 /**
  * The rows the commands return, and their schemas. Each schema is a `def`: every command instance
@@ -27,21 +27,25 @@ private[sql] object CommandOutput {
   def summaryRow(d: IndexDescription): Row =
     Row(d.name, d.version, d.filesCovered, d.rowGroupsCovered, d.sizeInBytes)
 
-  /** SHOW BLOOM INDEXES: one row per index. `ndv` is null when the index sets no cap. */
+  /**
+   * SHOW BLOOM INDEXES: one row per index. `ndv` is null when the index sets no cap; `fpp` is null for an
+   * index sized by its false-read budget, `false_reads_per_key` null for one sized by a fixed fpp.
+   */
   def showSchema: Seq[Attribute] = Seq(
     attr("name", StringType),
     attr("columns", ArrayType(StringType, containsNull = false)),
-    attr("fpp", DoubleType),
+    attr("fpp", DoubleType, nullable = true),
     attr("ndv", LongType, nullable = true),
     attr("version", LongType),
     attr("files_covered", LongType),
     attr("row_groups_covered", LongType),
     attr("size_in_bytes", LongType),
-    attr("files_not_covered", LongType))
+    attr("files_not_covered", LongType),
+    attr("false_reads_per_key", DoubleType, nullable = true))
 
   def showRow(d: IndexDescription): Row =
-    Row(d.name, d.columns.map(_.name), d.fpp, d.ndv.map(Long.box).orNull, d.version, d.filesCovered,
-      d.rowGroupsCovered, d.sizeInBytes, d.filesNotCovered)
+    Row(d.name, d.columns.map(_.name), d.fpp.map(Double.box).orNull, d.ndv.map(Long.box).orNull, d.version,
+      d.filesCovered, d.rowGroupsCovered, d.sizeInBytes, d.filesNotCovered, d.falseReadsPerKey.map(Double.box).orNull)
 
   /** DESCRIBE BLOOM INDEX: name / value rows, like DESCRIBE DATABASE or DESCRIBE TABLE EXTENDED. */
   def describeSchema: Seq[Attribute] = Seq(attr("info_name", StringType), attr("info_value", StringType))
@@ -53,8 +57,14 @@ private[sql] object CommandOutput {
       "Location" -> d.location,
       "Columns" -> d.columns.map(_.name).mkString(", ")) ++
       d.columns.map(c => s"Column ${c.name}" -> columnOptions(c)) ++ Seq(
-      "FPP" -> d.fpp.toString,
-      "NDV" -> d.ndv.fold("none")(_.toString),
+      "False Reads Per Key" -> d.falseReadsPerKey.fold("none")(_.toString),
+      "FPP" -> d.fpp.fold("none")(_.toString),
+      "NDV" -> d.ndv.fold("none")(_.toString)) ++
+      perColumn(d, "Sizing")(d.policies.lift) ++
+      perColumn(d, "Expected False Reads Per Key")(stat(d, _)(s => f"${s.expectedFalseReadsPerKey}%.4g")) ++
+      perColumn(d, "Bytes Per Value")(stat(d, _)(s => s.bytesPerValue.fold("unknown (harvested filters)")(b => f"$b%.2f"))) ++
+      d.maxBitsPerValue.map(b => "Max Bits Per Value" -> (s"$b; past it the expected false reads rise instead; row groups there: " +
+        d.columnStats.map(s => s"${s.column} ${s.rowGroupsAtCeiling} of ${s.rowGroups}").mkString(", "))).toSeq ++ Seq(
       "Version" -> d.version.toString,
       "Created At" -> Instant.ofEpochMilli(d.createdAtMillis).toString,
       "Files Covered" -> d.filesCovered.toString,
@@ -69,9 +79,19 @@ private[sql] object CommandOutput {
     facts.map { case (name, value) => Row(name, value) }
   }
 
+  /** "c1: v1; c2: v2" over the columns that have a value, or nothing when none has. */
+  private def perColumn(d: IndexDescription, name: String)(value: Int => Option[String]): Seq[(String, String)] = {
+    val parts = d.columns.indices.flatMap(i => value(i).map(v => s"${d.columns(i).name}: $v"))
+    if (parts.isEmpty) Nil else Seq(name -> parts.mkString("; "))
+  }
+
+  private def stat(d: IndexDescription, i: Int)(show: ColumnStats => String): Option[String] =
+    d.columnStats.find(_.column == d.columns(i).name).map(show)
+
   /** A column's own options, or what it inherits. */
   private def columnOptions(c: ColumnSpec): String = {
-    val own = c.fpp.map(v => s"fpp=$v").toSeq ++ c.ndv.map(v => s"ndv=$v")
+    val own = c.fpp.map(v => s"fpp=$v").toSeq ++ c.falseReadsPerKey.map(v => s"false_reads_per_key=$v") ++
+      c.ndv.map(v => s"ndv=$v")
     if (own.isEmpty) "index options" else own.mkString(", ")
   }
 }

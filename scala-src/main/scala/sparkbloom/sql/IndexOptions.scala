@@ -5,19 +5,23 @@ import java.util.Locale
 import scala.util.Try
 
 /** The validated OPTIONS of an index or of one of its columns. */
-private[sql] final case class IndexOptions(fpp: Option[Double] = None, ndv: Option[Long] = None) {
-  /** The table-level options as the facade takes them: keys `fpp` and `ndv`. */
-  def asMap: Map[String, String] = fpp.map("fpp" -> _.toString).toMap ++ ndv.map("ndv" -> _.toString)
+private[sql] final case class IndexOptions(fpp: Option[Double] = None, ndv: Option[Long] = None,
+                                           falseReadsPerKey: Option[Double] = None) {
+  /** The table-level options as the facade takes them: keys `fpp`, `ndv` and `false_reads_per_key`. */
+  def asMap: Map[String, String] = fpp.map("fpp" -> _.toString).toMap ++ ndv.map("ndv" -> _.toString) ++
+    falseReadsPerKey.map(IndexOptions.BudgetKey -> _.toString)
 }
 
 /**
- * `OPTIONS (fpp = 0.01, ndv = 1000000)`. Keys are case-insensitive (and may be quoted); values are
- * numeric literals or strings holding one. Our statements call the distinct-value cap `ndv`,
- * Databricks' call it `numItems`; both mean the same thing and land in [[IndexOptions.ndv]].
+ * `OPTIONS (false_reads_per_key = 0.1, fpp = 0.01, ndv = 1000000)`. Keys are case-insensitive (and may be
+ * quoted); values are numeric literals or strings holding one. Our statements call the distinct-value cap
+ * `ndv`, Databricks' call it `numItems`; both mean the same thing and land in [[IndexOptions.ndv]].
+ * `fpp` and `false_reads_per_key` exclude each other (the facade checks that, with the column's context).
  */
 private[sql] object IndexOptions {
   val NativeNdvKey = "ndv"
   val DatabricksNdvKey = "numItems"
+  val BudgetKey = "false_reads_per_key"
 
   /** Parses the parenthesised list that follows the keyword OPTIONS. */
   def parse(in: TokenCursor, ndvKey: String): IndexOptions = {
@@ -28,8 +32,8 @@ private[sql] object IndexOptions {
       if (!keyToken.isIdentifier && keyToken.kind != TokenKind.Str) throw in.error(keyToken, "expected an option name")
       in.next()
       val key = keyToken.text.toLowerCase(Locale.ROOT)
-      if (key != "fpp" && key != ndvKey.toLowerCase(Locale.ROOT))
-        throw in.error(keyToken, s"unknown option ${keyToken.text}; the options are fpp and $ndvKey")
+      if (key != "fpp" && key != ndvKey.toLowerCase(Locale.ROOT) && key != BudgetKey)
+        throw in.error(keyToken, s"unknown option ${keyToken.text}; the options are $BudgetKey, fpp and $ndvKey")
       if (seen(key)) throw in.error(keyToken, s"option ${keyToken.text} is given twice")
       seen += key
       in.expectSymbol("=")
@@ -37,6 +41,7 @@ private[sql] object IndexOptions {
       def orFail[A](checked: Either[String, A]): A = checked.fold(msg => throw in.error(valueToken, msg), identity)
       result =
         if (key == "fpp") result.copy(fpp = Some(orFail(fpp(value))))
+        else if (key == BudgetKey) result.copy(falseReadsPerKey = Some(orFail(positiveNumber(BudgetKey, value))))
         else result.copy(ndv = Some(orFail(positiveCount(ndvKey, value))))
     }
     result
@@ -47,6 +52,13 @@ private[sql] object IndexOptions {
     case None => Left(s"fpp must be a number, got '$value'")
     case Some(v) if v > 0 && v < 1 => Right(v) // tested as a double: 1e-400 and 0.99...9 round out of range
     case Some(_) => Left(s"fpp must be between 0 and 1 (exclusive), got $value")
+  }
+
+  /** A positive, finite number. */
+  def positiveNumber(key: String, value: String): Either[String, Double] = number(value).map(_.toDouble) match {
+    case Some(v) if v > 0 && !v.isInfinite => Right(v)
+    case Some(_) => Left(s"$key must be a positive number, got $value")
+    case None => Left(s"$key must be a positive number, got '$value'")
   }
 
   /** A number of distinct values: a whole number from 1 to Long.MaxValue. */

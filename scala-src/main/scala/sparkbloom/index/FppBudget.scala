@@ -1,0 +1,108 @@
+package sparkbloom.index
+
+import sparkbloom.sbbf.{Sbbf, Sizing}
+
+/**
+ * How the filters of one column are sized: the false-positive probability p_i each row group's filter gets.
+ *
+ * A lookup of one value reads, in expectation, Σ p_i row groups in error over the R row groups of the table
+ * (an IN of k values about k·Σ p_i while that is small). A fixed p per row group therefore makes false reads
+ * grow with the table (R·p). The default policy fixes the sum instead:
+ *
+ * {{{
+ *   TableBudget(ε):  p_i = ε · n_i / N,   N ≥ Σ n_i   ⇒   Σ p_i ≤ ε
+ * }}}
+ *
+ * where n_i is row group i's distinct count and N an upper bound of their sum over the table (the non-null
+ * value counts from the footers, exact for unique keys). Giving p_i in proportion to n_i minimises the total
+ * bits for a given Σ p_i (bits ≈ n_i·c·ln(1/p_i); the Lagrangian gives p_i ∝ n_i, as in Monkey, SIGMOD'17),
+ * and every value then costs the same bits. With R row groups of equal n_i that is p = ε/R and about
+ * c·ln(R/ε) bits per value: the index grows with log R per value, the false reads do not grow at all.
+ *
+ * Bits per value of an SBBF climb fast at very low p (the spec's table: 26.4 at 1e-4, 41 at 1e-5), so p_i is
+ * never made smaller than what `maxBitsPerValue` buys ([[FilterSizer.floorFpp]]); past that point the
+ * expected false reads rise instead of the index size, and DESCRIBE says so.
+ *
+ * An explicit `fpp` still means a fixed p per row group; Databricks' `fpp` means a fixed p per *file*, shared
+ * by its row groups in proportion to their rows.
+ */
+sealed trait FppPolicy extends Serializable { def describe: String }
+
+object FppPolicy {
+  final case class TableBudget(falseReadsPerKey: Double) extends FppPolicy {
+    def describe: String = s"false_reads_per_key=$falseReadsPerKey"
+  }
+  final case class PerRowGroup(fpp: Double) extends FppPolicy { def describe: String = s"fpp=$fpp per row group" }
+  final case class PerFile(fpp: Double) extends FppPolicy { def describe: String = s"fpp=$fpp per file" }
+
+  val DefaultFalseReadsPerKey = 0.1
+  val DefaultMaxBitsPerValue = 32.0
+  /** A row group never gets a filter weaker than this, however large its share of the budget. */
+  val MaxRowGroupFpp = 0.5
+}
+
+/**
+ * The p_i of every filter of a build, shipped to the tasks. `valuesUpperBound` is N per budgeted column (see
+ * [[FppPolicy]]); `floorFpp` the smallest p worth its bits.
+ */
+final case class FilterSizer(policies: Map[String, FppPolicy], valuesUpperBound: Map[String, Long],
+                             maxBitsPerValue: Double) {
+  val floorFpp: Double = FilterSizer.fppAtBitsPerValue(maxBitsPerValue)
+
+  /** Target p for a row group of `ndv` distinct values and `rows` rows, in a file of `fileRows` rows. */
+  def targetFpp(column: String, ndv: Long, rows: Long, fileRows: Long): Double = {
+    val p = policies(column) match {
+      case FppPolicy.PerRowGroup(f) => f
+      case FppPolicy.PerFile(f) => if (fileRows <= 0) f else f * rows.toDouble / fileRows
+      case FppPolicy.TableBudget(eps) =>
+        val n = valuesUpperBound.getOrElse(column, 0L)
+        if (n <= 0) eps else eps * math.max(ndv, 1L).toDouble / n
+    }
+    math.min(FppPolicy.MaxRowGroupFpp, math.max(p, floorFpp))
+  }
+}
+
+object FilterSizer {
+  /** The FPP an SBBF reaches with `bitsPerValue` bits per distinct value (Putze's model, [[Sizing.fpp]]). */
+  def fppAtBitsPerValue(bitsPerValue: Double): Double = {
+    require(bitsPerValue >= 1, s"bits per value must be >= 1, got $bitsPerValue")
+    val values = 1000000L
+    Sizing.fpp(math.round(values * bitsPerValue / 8 / Sbbf.BytesPerBlock) * Sbbf.BytesPerBlock, values)
+  }
+}
+
+/** What one version's filters of one column cost and give, summed over its row groups. */
+final case class ColumnStats(
+    column: String,
+    rowGroups: Long,
+    sizeInBytes: Long,
+    distinctValues: Long,            // over row groups whose distinct count is known (built by scanning)
+    bytesOfKnownDistinct: Long,      // filter bytes of those row groups
+    expectedFalseReadsPerKey: Double, // Σ over row groups of each stored filter's FPP
+    rowGroupsAtCeiling: Long) {      // filters holding maxBitsPerValue bits per distinct value or more
+  def bytesPerValue: Option[Double] =
+    if (distinctValues > 0) Some(bytesOfKnownDistinct.toDouble / distinctValues) else None
+  def +(o: ColumnStats): ColumnStats = ColumnStats(column, rowGroups + o.rowGroups, sizeInBytes + o.sizeInBytes,
+    distinctValues + o.distinctValues, bytesOfKnownDistinct + o.bytesOfKnownDistinct,
+    expectedFalseReadsPerKey + o.expectedFalseReadsPerKey, rowGroupsAtCeiling + o.rowGroupsAtCeiling)
+}
+
+object ColumnStats {
+  def zero(column: String): ColumnStats = ColumnStats(column, 0, 0, 0, 0, 0.0, 0)
+
+  /**
+   * One stored entry. A filter's false-positive probability is measured from its bits (exact for a uniform
+   * hash whatever was inserted, harvested filters included); a chunk of nulls only never matches a value (0);
+   * a chunk without a usable filter always does (1). A filter of more than one block with at least
+   * `maxBitsPerValue` bits per distinct value was capped by the ceiling (one block is the smallest filter).
+   */
+  def ofEntry(column: String, cf: ColumnFilter, maxBitsPerValue: Double): ColumnStats = {
+    val fpp = if (cf.nonNull == 0) 0.0 else if (cf.filter == null) 1.0 else cf.filter.observedFpp
+    val bytes = if (cf.filter == null) 0L else cf.filter.numBytes.toLong
+    val known = cf.ndv > 0 && cf.filter != null
+    val capped = known && bytes > Sbbf.BytesPerBlock && bytes * 8.0 >= maxBitsPerValue * cf.ndv * 0.999
+    ColumnStats(column, 1, bytes, if (known) cf.ndv else 0, if (known) bytes else 0, fpp, if (capped) 1 else 0)
+  }
+
+  def sum(column: String, all: Iterable[ColumnStats]): ColumnStats = all.foldLeft(zero(column))(_ + _)
+}

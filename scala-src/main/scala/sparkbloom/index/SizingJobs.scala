@@ -1,0 +1,63 @@
+package sparkbloom.index
+
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.util.AccumulatorV2
+
+import sparkbloom.parquet.Footers
+
+/** The Spark side of [[FppBudget]]: the table's value counts before a build, the filters' figures after it. */
+object SizingJobs {
+
+  /**
+   * N of the table budget, per column: Σ over row groups of the non-null values (rows − nulls from the
+   * footer statistics, the rows when a chunk has no null count). Every row group's distinct count is at most
+   * its non-null count, so Σ p_i ≤ ε holds whatever the data; for unique keys N is exact. Files already in
+   * `carried` (unchanged since the previous version) are counted from its entries, the rest from their
+   * footers, read in one Spark job. An unreadable file counts nothing here; the build reports it.
+   */
+  def valuesUpperBound(spark: SparkSession, files: Seq[DataFile], columns: Seq[String],
+                       carried: Iterable[IndexedFile]): Map[String, Long] = {
+    if (columns.isEmpty) return Map.empty
+    val fromIndex = columns.map { c =>
+      c -> carried.iterator.flatMap(_.rowGroups).map { rg =>
+        rg.columns.get(c).map(cf => if (cf.nonNull >= 0) cf.nonNull else rg.numRows).getOrElse(rg.numRows)
+      }.sum
+    }.toMap
+    if (files.isEmpty) return fromIndex
+    val sc = spark.sparkContext
+    val conf = new SerializableConf(spark.sessionState.newHadoopConf())
+    val cols = columns.toArray
+    sc.setJobDescription(s"sparkbloom: count values in ${files.size} footers")
+    val counts = try {
+      sc.parallelize(files.map(_.path), math.max(1, math.min(files.size, sc.defaultParallelism * 4)))
+        .map { path =>
+          val out = new Array[Long](cols.length)
+          try {
+            val footer = Footers.read(conf.value, new Path(path))
+            for (rg <- footer.rowGroups.indices; (c, i) <- cols.zipWithIndex) {
+              val rows = footer.rowGroups(rg).numRows
+              out(i) += footer.chunk(rg, c).flatMap(_.nullCount).map(n => math.max(0L, rows - n)).getOrElse(rows)
+            }
+          } catch { case NonFatal(_) => }
+          out
+        }
+        .fold(new Array[Long](cols.length)) { (a, b) => a.indices.foreach(i => a(i) += b(i)); a }
+    } finally sc.setJobDescription(null)
+    cols.zipWithIndex.map { case (c, i) => c -> (fromIndex(c) + counts(i)) }.toMap
+  }
+}
+
+/** Sums [[ColumnStats]] per column across the build's tasks. */
+final class ColumnStatsAccumulator extends AccumulatorV2[ColumnStats, Map[String, ColumnStats]] {
+  private var stats = Map.empty[String, ColumnStats]
+  override def isZero: Boolean = stats.isEmpty
+  override def copy(): ColumnStatsAccumulator = { val c = new ColumnStatsAccumulator; c.stats = stats; c }
+  override def reset(): Unit = stats = Map.empty
+  override def add(v: ColumnStats): Unit =
+    stats = stats.updated(v.column, stats.get(v.column).map(_ + v).getOrElse(v))
+  override def merge(other: AccumulatorV2[ColumnStats, Map[String, ColumnStats]]): Unit = other.value.values.foreach(add)
+  override def value: Map[String, ColumnStats] = stats
+}

@@ -1,0 +1,185 @@
+package sparkbloom.index
+
+import java.nio.file.{Files, Paths}
+
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.AnalysisException
+import org.apache.spark.sql.functions._
+import org.apache.spark.sql.types.LongType
+import org.scalatest.funsuite.AnyFunSuite
+
+import sparkbloom.optimizer.{BloomPredicate, RowGroupEvaluator}
+import sparkbloom.sbbf.Sizing
+import sparkbloom.testing.LocalSpark
+
+/**
+ * The table-wide false-positive budget (issue 9): Σ p_i over the table stays within `false_reads_per_key`,
+ * measured by probing absent keys, not only by the model; explicit fpp, Databricks' per-file fpp, the
+ * bits-per-value ceiling, REFRESH sizing and indexes written before the budget existed.
+ */
+class FppBudgetSuite extends AnyFunSuite with LocalSpark {
+  private val Files_ = 100
+  private val RowsPerFile = 500
+
+  /** `files` one-row-group files of RowsPerFile unique longs, starting at `from`. */
+  private def writeTable(dir: String, files: Int, from: Long = 0, mode: String = "errorifexists"): Unit =
+    spark.range(from, from + files.toLong * RowsPerFile, 1, files).select(col("id"), col("id").cast("string").as("s"))
+      .write.mode(mode).parquet(dir)
+
+  private def loaded(dir: String, name: String = "ix"): LoadedIndex = {
+    val conf = spark.sessionState.newHadoopConf()
+    val idx = BloomIndexes.indexDir(spark, TableResolver.resolve(spark, TableRef.Path(dir)), name)
+    val fs = idx.getFileSystem(conf)
+    IndexStore.load(fs, conf, idx, IndexStore.latestMeta(fs, idx)._1.get)
+  }
+
+  /** Mean number of row groups an absent key keeps, over `keys` absent keys: the measured false reads per key. */
+  private def measuredFalseReads(index: LoadedIndex, keys: Int = 2000): Double = {
+    val rgs = index.files.values.flatMap(_.rowGroups).toSeq
+    val kept = (0 until keys).map { i =>
+      val ev = new RowGroupEvaluator(BloomPredicate.In("id", LongType, Seq(-1000000000L - i * 7919L)))
+      rgs.count(ev.mightMatch)
+    }
+    kept.sum.toDouble / keys
+  }
+
+  private def stats(d: IndexDescription, column: String): ColumnStats = d.columnStats.find(_.column == column).get
+
+  test("the model: p_i in proportion to the distinct count, summing to the budget, floored by the ceiling") {
+    val sizer = FilterSizer(Map("a" -> FppPolicy.TableBudget(0.1)), Map("a" -> 1000000L), maxBitsPerValue = 32)
+    val ndvs = Seq(1000L, 5000L, 994000L)
+    assert(math.abs(ndvs.map(n => sizer.targetFpp("a", n, n, n)).sum - 0.1) < 1e-12)
+    assert(sizer.targetFpp("a", 1, 1, 1) == sizer.floorFpp)
+    assert(sizer.floorFpp > 1e-6 && sizer.floorFpp < 1e-4, s"${sizer.floorFpp}")
+    val perFile = FilterSizer(Map("a" -> FppPolicy.PerFile(0.1)), Map.empty, 32)
+    assert(math.abs(Seq(100L, 300L).map(r => perFile.targetFpp("a", r, r, 400)).sum - 0.1) < 1e-12)
+    assert(FilterSizer(Map("a" -> FppPolicy.PerRowGroup(0.01)), Map.empty, 32).targetFpp("a", 7, 7, 7) == 0.01)
+    assert(FilterSizer(Map("a" -> FppPolicy.TableBudget(3.0)), Map("a" -> 10L), 32).targetFpp("a", 10, 10, 10) ==
+      FppPolicy.MaxRowGroupFpp)
+  }
+
+  test("filter sizes from the FPP grid always meet the row group's target") {
+    for (p <- Seq(0.5, 0.3, 0.1, 0.0123, 1e-3, 3.3e-4, 1e-5, 2.2e-7); n <- Seq(1L, 37L, 1000L, 123457L)) {
+      val bytes = IndexSizing.bytesFor(n, p)
+      assert(Sizing.fpp(bytes, n) <= p * 1.0000001, s"p=$p n=$n bytes=$bytes fpp=${Sizing.fpp(bytes, n)}")
+      assert(IndexSizing.bitsPerValue(p) <= Sizing.bitsPerValue(p) * 1.01, s"p=$p") // the grid costs < 1% bits
+    }
+  }
+
+  test("by default an index keeps the false reads per key within 0.1 over the whole table, as measured") {
+    val dir = tempDir("budget") + "/t"
+    writeTable(dir, Files_)
+    val d = BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id"), ColumnSpec("s")), Map.empty, ifNotExists = false)
+    assert(d.falseReadsPerKey.contains(0.1) && d.fpp.isEmpty)
+    val id = stats(d, "id")
+    assert(id.rowGroups == Files_ && id.distinctValues == Files_ * RowsPerFile)
+    assert(id.expectedFalseReadsPerKey <= 0.1 && id.expectedFalseReadsPerKey > 0.05, id.toString)
+    val measured = measuredFalseReads(loaded(dir))
+    assert(math.abs(measured - id.expectedFalseReadsPerKey) < 0.04, s"measured $measured, expected ${id.expectedFalseReadsPerKey}")
+    // Lookups agree with the index off; an absent key reads (almost always) nothing.
+    val df = spark.read.parquet(dir)
+    val hit = compare(df.where(col("id") === 31337L))
+    assert(hit.on == hit.off && hit.on.size == 1 && hit.filesRead == 1)
+    val in = compare(df.where(col("s").isin((0 until 50).map(i => (i * 997).toString) ++ Seq("x", "y"): _*)))
+    assert(in.on == in.off && in.on.size == 50)
+    val rows = sparkbloom.sql.CommandOutputAccess.describe(d)
+    assert(rows("False Reads Per Key") == "0.1")
+    assert(rows("Sizing") == "id: false_reads_per_key=0.1; s: false_reads_per_key=0.1")
+  }
+
+  test("an explicit fpp still means per row group: false reads grow as row groups × fpp") {
+    val dir = tempDir("fixed") + "/t"
+    writeTable(dir, Files_)
+    val d = BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id")), Map("fpp" -> "0.01"), ifNotExists = false)
+    val e = stats(d, "id").expectedFalseReadsPerKey
+    assert(e > 0.6 && e <= 1.0, s"$e") // 100 row groups at ≤ 1%
+    assert(math.abs(measuredFalseReads(loaded(dir)) - e) < 0.2)
+    assert(d.policies == Seq("fpp=0.01 per row group"))
+  }
+
+  test("REFRESH INCREMENTAL sizes new row groups for the table as it is now; FULL restores the budget") {
+    val dir = tempDir("grow") + "/t"
+    writeTable(dir, Files_ / 2)
+    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id")), Map.empty, ifNotExists = false)
+    val before = loaded(dir).files.keySet
+    writeTable(dir, Files_ / 2, from = 10000000L, mode = "append")
+    val inc = BloomIndexes.refresh(spark, TableRef.Path(dir), "ix", full = false)
+    val index = loaded(dir)
+    def bytesPerFile(paths: Iterable[String]) = paths.map(p => index.files(p).rowGroups.head.columns("id").filter.numBytes).sum / paths.size
+    val added = index.files.keySet -- before
+    assert(added.size == Files_ / 2)
+    assert(bytesPerFile(added) > bytesPerFile(before), "new row groups get a smaller share of the budget each")
+    val e = stats(inc, "id").expectedFalseReadsPerKey
+    assert(e > 0.1 && e < 0.2, s"$e: old row groups keep the share they had in a table half the size")
+    val full = BloomIndexes.refresh(spark, TableRef.Path(dir), "ix", full = true)
+    assert(stats(full, "id").expectedFalseReadsPerKey <= 0.1)
+    val o = compare(spark.read.parquet(dir).where(col("id").isin(10000000L, 3L, -5L)))
+    assert(o.on == o.off && o.on.size == 2)
+  }
+
+  test("past the bits-per-value ceiling the expected false reads rise instead, and DESCRIBE says so") {
+    val dir = tempDir("ceiling") + "/t"
+    writeTable(dir, Files_)
+    spark.conf.set("spark.sparkbloom.maxBitsPerValue", "8")
+    val d = try BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id")), Map.empty, ifNotExists = false)
+      finally spark.conf.unset("spark.sparkbloom.maxBitsPerValue")
+    val id = stats(d, "id")
+    assert(id.rowGroupsAtCeiling == Files_)
+    assert(id.expectedFalseReadsPerKey > 1.0, id.toString)
+    assert(id.bytesPerValue.exists(b => b >= 1.0 && b < 1.2), id.toString) // 8 bits, whole blocks
+    assert(sparkbloom.sql.CommandOutputAccess.describe(d)("Max Bits Per Value").startsWith("8.0; past it the expected"))
+    val o = compare(spark.read.parquet(dir).where(col("id") === 777L))
+    assert(o.on == o.off && o.on.size == 1)
+  }
+
+  test("SQL: false_reads_per_key per index and per column; fpp and the budget exclude each other") {
+    val dir = tempDir("sql") + "/t"
+    writeTable(dir, 4)
+    spark.sql(s"CREATE BLOOM INDEX a ON parquet.`$dir` (id OPTIONS (fpp = 0.001), s) OPTIONS (false_reads_per_key = 0.02)")
+    val d = BloomIndexes.describe(spark, TableRef.Path(dir), "a")
+    assert(d.policies == Seq("fpp=0.001 per row group", "false_reads_per_key=0.02"))
+    assert(stats(d, "s").expectedFalseReadsPerKey <= 0.02)
+    val both = intercept[AnalysisException](spark.sql(s"CREATE BLOOM INDEX b ON parquet.`$dir` (id) OPTIONS (fpp = 0.01, false_reads_per_key = 0.1)"))
+    assert(both.getMessage.contains("either fpp") && both.getMessage.contains("false_reads_per_key"))
+    val col = intercept[AnalysisException](spark.sql(s"CREATE BLOOM INDEX b ON parquet.`$dir` (id OPTIONS (fpp = 0.01, false_reads_per_key = 0.1))"))
+    assert(col.getMessage.contains("Column id"))
+    val neg = intercept[AnalysisException](spark.sql(s"CREATE BLOOM INDEX b ON parquet.`$dir` (id) OPTIONS (false_reads_per_key = 0)"))
+    assert(neg.getMessage.contains("false_reads_per_key must be a positive number"))
+    assert(BloomIndexes.list(spark, TableRef.Path(dir)).map(_.name) == Seq("a"), "nothing was written for the failed statements")
+  }
+
+  test("Databricks' fpp keeps its per-file meaning") {
+    val dir = tempDir("dbx") + "/t"
+    writeTable(dir, 4)
+    spark.sql(s"CREATE BLOOMFILTER INDEX ON parquet.`$dir` FOR COLUMNS (id OPTIONS (fpp = 0.1, numItems = 1000))")
+    val d = BloomIndexes.list(spark, TableRef.Path(dir)).head
+    assert(d.policies == Seq("fpp=0.1 per file"))
+    // 4 files of one row group: each row group gets the whole per-file fpp, so Σ ≈ 4 × (≤ 0.1)
+    val e = stats(d, "id").expectedFalseReadsPerKey
+    assert(e > 0.1 && e <= 0.4, s"$e")
+  }
+
+  test("an index written before the budget existed keeps its per-row-group fpp, loads and refreshes") {
+    val dir = tempDir("legacy") + "/t"
+    writeTable(dir, 10)
+    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id")), Map("fpp" -> "0.01"), ifNotExists = false)
+    // Rewrite the commit as the first release wrote it: fpp a number on the index and on every column,
+    // none of the fields added since.
+    val indexDir = BloomIndexes.indexDir(spark, TableResolver.resolve(spark, TableRef.Path(dir)), "ix")
+    val commit = Paths.get(new Path(indexDir, "_commits/1.json").toUri)
+    val json = IndexStore.mapper.readTree(Files.readAllBytes(commit)).asInstanceOf[com.fasterxml.jackson.databind.node.ObjectNode]
+    Seq("falseReadsPerKey", "fppScope", "maxBitsPerValue", "columnStats").foreach(json.remove)
+    json.get("columns").elements().forEachRemaining { c =>
+      val o = c.asInstanceOf[com.fasterxml.jackson.databind.node.ObjectNode]; o.remove("falseReadsPerKey"); o.remove("fppScope")
+    }
+    Files.write(commit, IndexStore.mapper.writeValueAsBytes(json))
+    IndexStore.invalidate(indexDir)
+    val d = BloomIndexes.describe(spark, TableRef.Path(dir), "ix")
+    assert(d.columnStats.isEmpty && d.policies == Seq("fpp=0.01 per row group"))
+    val o = compare(spark.read.parquet(dir).where(col("id") === 1234L))
+    assert(o.on == o.off && o.on.size == 1 && o.filesRead <= 2)
+    writeTable(dir, 2, from = 5000000L, mode = "append")
+    val r = BloomIndexes.refresh(spark, TableRef.Path(dir), "ix", full = false)
+    assert(r.policies == Seq("fpp=0.01 per row group") && r.filesNotCovered == 0)
+  }
+}

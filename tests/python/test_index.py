@@ -32,6 +32,24 @@ def test_bloomFilterIndex_creates_an_index_that_describe_reports(spark: SparkSes
     assert d["table_ref"] == index.table
 
 
+def test_by_default_the_index_is_sized_by_a_false_read_budget_for_the_whole_table(spark: SparkSession, table: str) -> None:
+    d = spark.read.parquet(table).bloomFilterIndex("id", "s").describe()
+    assert d["fpp"] is None and d["false_reads_per_key"] == 0.1 and d["max_bits_per_value"] == 32.0
+    by_column = {c["column"]: c for c in d["column_stats"]}
+    assert set(by_column) == {"id", "s"}
+    for c in by_column.values():
+        assert c["sizing"] == "false_reads_per_key=0.1"
+        assert 0 < c["expected_false_reads_per_key"] <= 0.1
+        assert c["distinct_values"] == 4000 and c["bytes_per_value"] > 1
+
+
+def test_false_reads_per_key_and_fpp_are_keywords_and_exclude_each_other(spark: SparkSession, table: str) -> None:
+    d = spark.read.parquet(table).bloomFilterIndex("id", false_reads_per_key=0.01).describe()
+    assert d["false_reads_per_key"] == 0.01 and d["column_stats"][0]["expected_false_reads_per_key"] <= 0.01
+    with pytest.raises(sparkbloom.BloomIndexError, match="either fpp"):
+        spark.read.parquet(table).bloomFilterIndex("s", fpp=0.01, false_reads_per_key=0.1)
+
+
 def test_asking_again_returns_the_same_index_without_rebuilding_it(spark: SparkSession, table: str) -> None:
     first = spark.read.parquet(table).bloomFilterIndex("id", name="by_id")
     second = spark.read.parquet(table).where("id > 10").bloomFilterIndex("id", name="by_id")

@@ -47,9 +47,11 @@ class BloomStatementErrorsSuite extends AnyFunSuite {
     // options
     ("CREATE BLOOM INDEX i ON t (a OPTIONS (»))", "')'", "expected an option name"),
     ("CREATE BLOOM INDEX i ON t (a OPTIONS (»= 1))", "'='", "expected an option name"),
-    ("CREATE BLOOM INDEX i ON t (a) OPTIONS (»size = 1)", "'size'", "unknown option size; the options are fpp and ndv"),
-    ("CREATE BLOOM INDEX i ON t (a) OPTIONS (»numItems = 1)", "'numItems'", "unknown option numItems; the options are fpp and ndv"),
+    ("CREATE BLOOM INDEX i ON t (a) OPTIONS (»size = 1)", "'size'", "unknown option size; the options are false_reads_per_key, fpp and ndv"),
+    ("CREATE BLOOM INDEX i ON t (a) OPTIONS (»numItems = 1)", "'numItems'", "unknown option numItems; the options are false_reads_per_key, fpp and ndv"),
     ("CREATE BLOOM INDEX i ON t (a OPTIONS (fpp = 0.1, »FPP = 0.2))", "'FPP'", "option FPP is given twice"),
+    ("CREATE BLOOM INDEX i ON t (a) OPTIONS (false_reads_per_key = »0)", "'0'", "false_reads_per_key must be a positive number, got 0"),
+    ("CREATE BLOOM INDEX i ON t (a) OPTIONS (false_reads_per_key = »'x')", "''x''", "false_reads_per_key must be a positive number, got 'x'"),
     ("CREATE BLOOM INDEX i ON t (a OPTIONS (fpp »0.1))", "'0.1'", "expected '='"),
     ("CREATE BLOOM INDEX i ON t (a OPTIONS (fpp = »abc))", "'abc'", "expected a number"),
     ("CREATE BLOOM INDEX i ON t (a OPTIONS (fpp = -»'0.1'))", "''0.1''", "expected a number"),
@@ -68,7 +70,7 @@ class BloomStatementErrorsSuite extends AnyFunSuite {
     ("CREATE BLOOMFILTER INDEX ON t »(a)", "'('", "expected FOR"),
     ("CREATE BLOOMFILTER INDEX ON t FOR »(a)", "'('", "expected COLUMNS"),
     ("CREATE BLOOMFILTER INDEX »idx ON t FOR COLUMNS(a)", "'idx'", "expected ON"),
-    ("CREATE BLOOMFILTER INDEX ON t FOR COLUMNS(a OPTIONS (»ndv = 5))", "'ndv'", "unknown option ndv; the options are fpp and numItems"),
+    ("CREATE BLOOMFILTER INDEX ON t FOR COLUMNS(a OPTIONS (»ndv = 5))", "'ndv'", "unknown option ndv; the options are false_reads_per_key, fpp and numItems"),
     ("CREATE BLOOMFILTER INDEX ON t FOR COLUMNS(a OPTIONS (numItems = »0))", "'0'", "numItems must be a positive integer, got 0"),
     ("DROP BLOOMFILTER INDEX ON t FOR COLUMNS(a, »a)", "'a'", "column a is listed twice"),
     ("DROP BLOOMFILTER INDEX ON t FOR COLUMNS(a »OPTIONS (fpp = 0.1))", "'OPTIONS'", "expected ',' or ')'")

@@ -116,7 +116,8 @@ class BloomStatementsSuite extends AnyFunSuite {
     assert(c.columns == Seq(ColumnSpec("a", Some(0.1), Some(5000000L)), ColumnSpec("b")))
     val withoutTable = create("create bloomfilter index on t for columns (a) options (NUMITEMS = 10, fpp = 0.2)")
     assert(withoutTable.table == t)
-    assert(withoutTable.options == Map("fpp" -> "0.2", "ndv" -> "10"))
+    // Databricks' fpp is per file: the facade is told so
+    assert(withoutTable.options == Map("fpp" -> "0.2", "ndv" -> "10", "sparkbloom.fpp_scope" -> "file"))
   }
 
   test("Databricks' TABLE keyword is optional, so a table may be called `table`") {
@@ -136,7 +137,7 @@ class BloomStatementsSuite extends AnyFunSuite {
     val a = parse("SHOW BLOOM INDEXES ON t")
     val b = parse("SHOW BLOOM INDEXES ON t")
     assert(a.output.map(_.name) == Seq("name", "columns", "fpp", "ndv", "version", "files_covered",
-      "row_groups_covered", "size_in_bytes", "files_not_covered"))
+      "row_groups_covered", "size_in_bytes", "files_not_covered", "false_reads_per_key"))
     assert(a.output.map(_.exprId).intersect(b.output.map(_.exprId)).isEmpty)
     assert(parse("DESCRIBE BLOOM INDEX i ON t").output.map(_.name) == Seq("info_name", "info_value"))
     val summary = Seq("name", "version", "files_indexed", "row_groups_indexed", "size_in_bytes")

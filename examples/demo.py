@@ -141,12 +141,15 @@ def main(argv: Optional[List[str]] = None) -> int:
         log("creating bloom index demo_order_ref on order_ref with the Python API")
         start = time.perf_counter()
         table = spark.read.parquet(path)
-        by_ref = table.bloomFilterIndex("order_ref", name="demo_order_ref", fpp=0.01)
+        by_ref = table.bloomFilterIndex("order_ref", name="demo_order_ref", false_reads_per_key=0.1)
         log(f"  done in {time.perf_counter() - start:.1f} s")
         for index in sparkbloom.indexes(spark, path):
             d = index.describe()
             log(f"  {index.name} ({', '.join(index.columns)}): {d['files_covered']} files, "
                 f"{d['row_groups_covered']:,} row groups, {d['size_in_bytes']:,} bytes")
+            for c in d["column_stats"]:
+                log(f"    {c['column']}: {c['sizing']}, expected false reads per key "
+                    f"{c['expected_false_reads_per_key']:.3f}, {c['bytes_per_value'] or 0:.2f} bytes per value")
 
         n = args.rows
         picks = [n // 7, n // 3, n // 2, (2 * n) // 3, n - 1]

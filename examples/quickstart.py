@@ -31,7 +31,7 @@ def main() -> None:
         )
         events = spark.read.parquet(path)
 
-        index = events.bloomFilterIndex("user_id", fpp=0.01)  # = CREATE BLOOM INDEX bloom_user_id ON ...
+        index = events.bloomFilterIndex("user_id")  # = CREATE BLOOM INDEX bloom_user_id ON ...
         d = index.describe()
         print(f"{index}: {d['files_covered']} files, {d['size_in_bytes']:,} bytes")
 

@@ -13,8 +13,8 @@ SELECT (id * 7919) % 200000 AS user_id, concat('session-', id) AS session, id % 
 FROM range(0, 200000, 1, 20);
 
 CREATE BLOOM INDEX IF NOT EXISTS quickstart_keys
-ON sparkbloom_quickstart (user_id OPTIONS (fpp = 0.01), session)
-OPTIONS (fpp = 0.05);
+ON sparkbloom_quickstart (user_id, session OPTIONS (fpp = 0.01))
+OPTIONS (false_reads_per_key = 0.1);  -- the default: ~0.1 row groups read in error per looked-up value
 
 SHOW BLOOM INDEXES ON sparkbloom_quickstart;
 

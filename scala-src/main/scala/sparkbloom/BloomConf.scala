@@ -22,6 +22,11 @@ object BloomConf {
    * summed over the whole table (see `index/FppBudget.scala`).
    */
   val FalseReadsPerKey = "spark.sparkbloom.falseReadsPerKey"
+  /**
+   * Driver memory for indexes: layouts and filter runs, one LRU. A lookup whose runs would not fit is
+   * evaluated as a Spark job over the index files instead.
+   */
+  val CacheMaxBytes = "spark.sparkbloom.cache.maxBytes"
   /** Ceiling on filter bits per distinct value; past it the expected false reads rise instead. */
   val MaxBitsPerValue = "spark.sparkbloom.maxBitsPerValue"
 
@@ -32,6 +37,8 @@ object BloomConf {
   def defaultFpp(s: SparkSession): Option[Double] = Option(s.conf.get(DefaultFpp, null)).filter(_.trim.nonEmpty).map(_.toDouble)
   def falseReadsPerKey(s: SparkSession): Double =
     s.conf.get(FalseReadsPerKey, index.FppPolicy.DefaultFalseReadsPerKey.toString).toDouble
+  def cacheMaxBytes(s: SparkSession): Long =
+    org.apache.spark.network.util.JavaUtils.byteStringAsBytes(s.conf.get(CacheMaxBytes, "256m"))
   def maxBitsPerValue(s: SparkSession): Double =
     s.conf.get(MaxBitsPerValue, index.FppPolicy.DefaultMaxBitsPerValue.toString).toDouble
 }

@@ -23,11 +23,13 @@ class CorruptionSuite extends AnyFunSuite with LocalSpark {
   }
   private def ixDir(dir: String) = new File(dir, s"${IndexStore.DirName}/ix")
   private def dataDir(dir: String): File = ixDir(dir).listFiles().filter(f => f.isDirectory && f.getName.startsWith("v")).maxBy(_.getName)
-  private def parts(dir: String): Seq[File] = dataDir(dir).listFiles().toSeq.filter(_.getName.endsWith(".parquet")).sortBy(_.getName)
+  /** The block-sliced filter files of the latest version, largest first, then its layout file. */
+  private def parts(dir: String): Seq[File] = dataDir(dir).listFiles().toSeq.filter(_.getName.endsWith(".seg")).sortBy(f => (-f.length(), f.getName))
+  private def layoutFile(dir: String): File = new File(dataDir(dir), IndexStore.LayoutFile)
   private def commit(dir: String, v: Int) = new File(ixDir(dir), s"_commits/$v.json")
   /** The cache is keyed by version; damage made behind its back needs a fresh load, as after a restart. */
   private def forget(dir: String): Unit = IndexStore.invalidate(new org.apache.hadoop.fs.Path("file:" + ixDir(dir).getPath))
-  private def describe(dir: String): IndexDescription = { forget(dir); BloomIndexes.describe(spark, TableRef.Path(dir), "ix") }
+  private def describe(dir: String): IndexDescription = { forget(dir); BloomIndexes.describe(spark, TableRef.Path(dir), "ix", verify = true) }
 
   private def assertCorrect(dir: String): Unit = {
     forget(dir)
@@ -45,16 +47,16 @@ class CorruptionSuite extends AnyFunSuite with LocalSpark {
     try { r.seek(at); val b = r.read(); r.seek(at); r.write(b ^ 0x10) } finally r.close()
   }
 
-  test("a truncated index part file is reported and the files it covers are read") {
+  test("a truncated index segment is reported and the files it covers are read") {
     val dir = newTable()
     truncate(parts(dir).head, parts(dir).head.length() / 2)
     assertCorrect(dir)
     assert(describe(dir).problems.nonEmpty)
   }
 
-  test("a bit flip anywhere in an index part file never loses rows") {
+  test("a bit flip anywhere in an index segment or its layout never loses rows") {
     val dir = newTable()
-    val p = parts(dir).head
+    for (p <- Seq(parts(dir).head, layoutFile(dir))) {
     val len = p.length()
     // Header, pages, filters and footer: a flip at each of these offsets, one after the other.
     for (at <- Seq(4L, len / 5, len / 3, len / 2, 2 * len / 3, len - 20)) {
@@ -63,18 +65,27 @@ class CorruptionSuite extends AnyFunSuite with LocalSpark {
       assertCorrect(dir)
       Files.write(p.toPath, saved)
     }
+    }
+  }
+
+  test("a damaged layout is reported and the whole table is read") {
+    val dir = newTable()
+    flip(layoutFile(dir), layoutFile(dir).length() / 2)
+    assertCorrect(dir)
+    val d = describe(dir)
+    assert(d.problems.exists(_.contains("layout")) && d.filesNotCovered == d.filesInTable, d)
   }
 
   test("a bit flip inside a stored filter is caught by its checksum") {
     val dir = newTable()
     val p = parts(dir).head
-    // The filters are the bulk of a part file: a flip in its middle lands in one (or its page, checksummed too).
+    // A flip in the middle of a segment lands in one run; DESCRIBE checks every run's CRC.
     flip(p, p.length() / 2)
     assertCorrect(dir)
     assert(describe(dir).problems.nonEmpty)
   }
 
-  test("a missing index part file is reported and the files it covered are read") {
+  test("a missing index segment is reported and the files it covered are read") {
     val dir = newTable()
     assert(parts(dir).head.delete())
     assertCorrect(dir)
@@ -88,7 +99,7 @@ class CorruptionSuite extends AnyFunSuite with LocalSpark {
     Files.write(new File(ixDir(dir), "_commits/notes.json").toPath, "{".getBytes)
     new File(ixDir(dir), "v99-stray").mkdirs()
     assertCorrect(dir)
-    assert(describe(dir).problems.exists(_.contains("part-99999-foreign")), describe(dir).problems)
+    assert(describe(dir).problems.exists(p => p.contains("part-99999-foreign") && p.contains("ignored")), describe(dir).problems)
   }
 
   test("a truncated latest commit falls back to the previous version, reported") {

@@ -47,7 +47,7 @@ object PythonApi {
 
   def describe(spark: SparkSession, tableOrPath: String, name: String): String = {
     val table = tableRef(tableOrPath)
-    Json.write(describeJson(table, BloomIndexes.describe(spark, table, name)))
+    Json.write(describeJson(table, BloomIndexes.describe(spark, table, name, verify = true)))
   }
 
   def refresh(spark: SparkSession, tableOrPath: String, name: String, full: Boolean): String = {

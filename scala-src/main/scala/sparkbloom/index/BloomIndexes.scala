@@ -4,11 +4,11 @@ import scala.util.control.NonFatal
 
 import org.apache.hadoop.fs.{FileSystem, Path}
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.functions.{broadcast, col}
 import org.slf4j.LoggerFactory
 
 import sparkbloom.BloomConf
 import sparkbloom.encoding.SparkEncodings
+import sparkbloom.index.sliced.{ColumnSlice, IndexCache, Layout, LayoutAssembler}
 import sparkbloom.sbbf.Sizing
 
 /**
@@ -65,24 +65,14 @@ object BloomIndexes {
       s"on ${t.display}; its columns are ${meta.columns.map(_.name).mkString(", ")}")
     val remaining = meta.columns.filterNot(c => columns.exists(_.equalsIgnoreCase(c.name)))
     if (remaining.isEmpty) { drop(spark, table, name, ifExists = false); return None }
-    val dataDirName = s"v${meta.version + 1}-${java.util.UUID.randomUUID().toString.take(8)}"
-    val dataDir = new Path(dir, dataDirName)
-    try {
-      val keep = remaining.map(_.name)
-      spark.read.schema(IndexData.schema).parquet(new Path(dir, meta.dataDir).toString)
-        .where(col("column").isin(keep: _*))
-        .withColumn("file_entries", (col("file_entries") / meta.columns.size * keep.size).cast("int"))
-        .select(IndexData.schema.fieldNames.map(col).toSeq: _*)
-        .write.parquet(dataDir.toString)
-      val loaded = IndexStore.load(fs, conf, dir, meta)
-      val entries = loaded.files.values.flatMap(_.rowGroups).flatMap(_.columns).filter(c => keep.contains(c._1)).map(_._2)
-      IndexStore.commit(fs, conf, dir, meta.copy(columns = remaining, version = meta.version + 1, dataDir = dataDirName,
-        createdAtMillis = System.currentTimeMillis(), entries = entries.size.toLong,
-        harvested = entries.count(_.source == "harvest").toLong, scanned = entries.count(_.source == "scan").toLong,
-        sizeInBytes = entries.map(e => if (e.filter == null) 0L else e.filter.numBytes.toLong).sum,
-        columnStats = meta.columnStats.map(_.filter(s => keep.contains(s.column)))))
-    } catch {
-      case NonFatal(e) => try fs.delete(dataDir, true) catch { case NonFatal(_) => }; throw e
+    val current = IndexStore.load(fs, conf, dir, meta)
+    if (current.problems.nonEmpty || current.memorySegments.nonEmpty) {
+      // A damaged or format-1 version: rebuild what remains rather than carry damage or memory segments on.
+      buildVersion(spark, t, dir, name, remaining, meta.options, meta.version + 1, t.listFiles(), None)
+    } else {
+      val dropped = meta.columns.map(_.name).filterNot(remaining.map(_.name).contains).toSet
+      commitLayout(spark, fs, dir, meta.copy(columns = remaining, version = meta.version + 1),
+        LayoutAssembler.dropColumns(current.layout, dropped), newDataDir(meta.version + 1))
     }
     Some(describe(spark, table, name))
   }
@@ -97,7 +87,8 @@ object BloomIndexes {
     val files = t.listFiles()
     val previous = if (full) None else {
       val loaded = IndexStore.load(fs, spark.sessionState.newHadoopConf(), dir, meta)
-      if (loaded.problems.nonEmpty) None else Some(loaded)
+      // Damage, or a format-1 version (its filters are only in memory): rebuild everything.
+      if (loaded.problems.nonEmpty || loaded.memorySegments.nonEmpty) None else Some(loaded)
     }
     buildVersion(spark, t, dir, name, cols, meta.options, meta.version + 1, files, previous)
     describe(spark, table, name)
@@ -113,74 +104,62 @@ object BloomIndexes {
       .map(n => describeResolved(spark, t, n))
   }
 
-  def describe(spark: SparkSession, table: TableRef, name: String): IndexDescription =
-    describeResolved(spark, TableResolver.resolve(spark, table), name)
+  /** `verify`: also read every run and check its CRC (indexes that fit `spark.sparkbloom.cache.maxBytes`). */
+  def describe(spark: SparkSession, table: TableRef, name: String, verify: Boolean = false): IndexDescription =
+    describeResolved(spark, TableResolver.resolve(spark, table), name, verify)
 
   // ---------------------------------------------------------------------------------------------
 
-  private def describeResolved(spark: SparkSession, t: ResolvedTable, name: String): IndexDescription = {
+  private def describeResolved(spark: SparkSession, t: ResolvedTable, name: String, verify: Boolean = false): IndexDescription = {
     val dir = indexDir(spark, t, name)
     val conf = spark.sessionState.newHadoopConf()
     val fs = dir.getFileSystem(conf)
     val (metaOpt, commitProblems) = IndexStore.latestMeta(fs, dir)
     val meta = metaOpt.getOrElse(throw new BloomIndexException(s"Bloom index $name does not exist on ${t.display}"))
     val loaded = IndexStore.load(fs, conf, dir, meta)
+    val l = loaded.layout
     val files = t.listFiles()
-    val current = files.map(f => f.path -> f).toMap
-    val covered = files.count(f => loaded.files.get(f.path).exists(i => i.size == f.size && i.mtime == f.mtime))
+    val current = files.map(_.path).toSet
+    val covered = files.count(f => loaded.covers(f.path, f.size, f.mtime).isDefined)
+    val rowGroupsOfCurrent = l.paths.indices.filter(i => current.contains(l.paths(i))).map(i => (l.firstRg(i + 1) - l.firstRg(i)).toLong).sum
     IndexDescription(name, t.display, dir.toString, meta.columns.map(_.spec), meta.fpp, meta.ndv, meta.version,
-      meta.createdAtMillis, covered, loaded.files.valuesIterator.filter(f => current.contains(f.path)).map(_.rowGroups.size.toLong).sum,
+      meta.createdAtMillis, covered, rowGroupsOfCurrent,
       meta.harvested, meta.scanned, meta.sizeInBytes, files.size, files.size - covered,
-      loaded.files.keysIterator.count(p => !current.contains(p)), commitProblems ++ loaded.problems,
+      l.paths.count(p => !current.contains(p)),
+      commitProblems ++ loaded.problems ++ (if (verify) IndexStore.verify(fs, loaded) else IndexCache.damageOf(dir)),
       meta.falseReadsPerKey, meta.columns.map(_.policy.describe), meta.maxBitsPerValue,
       meta.columnStats.getOrElse(Nil))
   }
 
+  private def newDataDir(version: Long): String = s"v$version-${java.util.UUID.randomUUID().toString.take(8)}"
+
   private def buildVersion(spark: SparkSession, t: ResolvedTable, dir: Path, name: String, cols: Seq[IndexedColumn],
                            opts: TableOptions, version: Long, files: Seq[DataFile],
-                           previous: Option[LoadedIndex]): Unit = {
+                           previous: Option[IndexVersion]): Unit = {
     val conf = spark.sessionState.newHadoopConf()
     val fs = dir.getFileSystem(conf)
-    val dataDirName = s"v$version-${java.util.UUID.randomUUID().toString.take(8)}"
+    val dataDirName = newDataDir(version)
     val dataDir = new Path(dir, dataDirName)
     val unchanged = previous.map { p =>
-      files.filter(f => p.files.get(f.path).exists(i => i.size == f.size && i.mtime == f.mtime)).map(_.path).toSet
+      files.filter(f => p.covers(f.path, f.size, f.mtime).isDefined).map(_.path).toSet
     }.getOrElse(Set.empty[String])
-    val carriedFiles = previous.map(_.files.filter { case (path, _) => unchanged.contains(path) }.values).getOrElse(Nil)
+    val carried = previous.filter(_ => unchanged.nonEmpty).map(p => (p.layout, unchanged))
     val toBuild = files.filterNot(f => unchanged.contains(f.path))
     // The budget is shared by the table as it is now: carried row groups keep their filters, new ones are
     // sized against every current row group's values.
     val budgeted = cols.collect { case c if c.policy.isInstanceOf[FppPolicy.TableBudget] => c.name }
-    val maxBpv = BloomConf.maxBitsPerValue(spark)
     val sizer = FilterSizer(cols.map(c => c.name -> c.policy).toMap,
-      if (toBuild.isEmpty) Map.empty else SizingJobs.valuesUpperBound(spark, toBuild, budgeted, carriedFiles), maxBpv)
+      if (toBuild.isEmpty) Map.empty else SizingJobs.valuesUpperBound(spark, toBuild, budgeted, carried),
+      BloomConf.maxBitsPerValue(spark))
     try {
-      val stats = IndexBuilder.build(spark, toBuild, cols, BloomConf.harvest(spark), dataDir, sizer)
-      var carried = (0L, 0L, 0L, 0L, 0L, 0L) // files, rowGroups, entries, harvested, scanned, bytes
-      previous.filter(_ => unchanged.nonEmpty).foreach { p =>
-        import spark.implicits._
-        val keep = unchanged.toSeq.toDF("file_path")
-        spark.read.schema(IndexData.schema).parquet(new Path(dir, p.meta.dataDir).toString)
-          .join(broadcast(keep), Seq("file_path"), "left_semi")
-          .select(IndexData.schema.fieldNames.map(col).toSeq: _*)
-          .write.mode("append").parquet(dataDir.toString)
-        val kept = carriedFiles
-        val entries = kept.flatMap(_.rowGroups).flatMap(_.columns.values)
-        carried = (kept.size.toLong, kept.map(_.rowGroups.size.toLong).sum, entries.size.toLong,
-          entries.count(_.source == "harvest").toLong, entries.count(_.source == "scan").toLong,
-          entries.map(e => if (e.filter == null) 0L else e.filter.numBytes.toLong).sum)
-      }
+      fs.mkdirs(dataDir)
+      val stats = IndexBuilder.build(spark, toBuild, cols, BloomConf.harvest(spark), dir, dataDirName, sizer)
       if (stats.skipped.nonEmpty) log.warn(s"bloom index $name: files not indexed: ${stats.skipped.mkString("; ")}")
-      val carriedStats = carriedFiles.flatMap(_.rowGroups).flatMap(_.columns).map { case (c, cf) => ColumnStats.ofEntry(c, cf, maxBpv) }
-      val columnStats = cols.map { c =>
-        ColumnStats.sum(c.name, stats.columnStats.get(c.name).toSeq ++ carriedStats.filter(_.column == c.name))
-      }
-      val meta = IndexMeta(name, t.display, t.root.toString, cols, opts.fpp, opts.ndv, version, System.currentTimeMillis(),
-        dataDirName, stats.files + carried._1, stats.rowGroups + carried._2, stats.entries + carried._3,
-        stats.harvested + carried._4, stats.scanned + carried._5, stats.sizeInBytes + carried._6,
-        opts.falseReadsPerKey, if (opts.fppPerFile) Some(IndexedColumn.FileScope) else None, Some(maxBpv), Some(columnStats))
-      IndexStore.commit(fs, conf, dir, meta)
-      cleanOldVersions(fs, dir, keep = Set(dataDirName) ++ previous.map(_.meta.dataDir))
+      val layout = LayoutAssembler.assemble(cols.map(_.name), carried, stats.entryMetas, stats.segments)
+      val meta = IndexMeta(name, t.display, t.root.toString, cols, opts.fpp, opts.ndv, version, 0L, dataDirName,
+        0, 0, 0, 0, 0, 0, opts.falseReadsPerKey, if (opts.fppPerFile) Some(IndexedColumn.FileScope) else None)
+      commitLayout(spark, fs, dir, meta, layout, dataDirName)
+      cleanOldVersions(fs, dir, keep = Set(dataDirName) ++ previous.toSeq.flatMap(p => p.meta.referencedDirs.getOrElse(Nil) :+ p.meta.dataDir))
     } catch {
       case NonFatal(e) =>
         try fs.delete(dataDir, true) catch { case NonFatal(_) => }
@@ -188,10 +167,38 @@ object BloomIndexes {
     }
   }
 
-  /** Removes data directories of versions older than the previous one (readers may still use that). */
+  /**
+   * Writes `layout` into `dataDirName` and commits it as `meta.version`, with the figures DESCRIBE reports
+   * computed from the layout (carried row groups included).
+   */
+  private def commitLayout(spark: SparkSession, fs: FileSystem, dir: Path, meta: IndexMeta, layout: Layout,
+                           dataDirName: String): Unit = {
+    val maxBpv = BloomConf.maxBitsPerValue(spark)
+    fs.mkdirs(new Path(dir, dataDirName))
+    try {
+      IndexStore.writeLayout(fs, dir, dataDirName, layout)
+      val stats = layout.columns.toSeq.map(c => ColumnStats.ofLayout(layout, c, maxBpv))
+      def countSource(s: String) = layout.columns.map(_.source.count(_ == ColumnSlice.sourceId(s)).toLong).sum
+      val referenced = (layout.segments.map(_.file.takeWhile(_ != '/')).toSet + dataDirName).toSeq.sorted
+      IndexStore.commit(fs, spark.sessionState.newHadoopConf(), dir, meta.copy(
+        createdAtMillis = System.currentTimeMillis(), dataDir = dataDirName, files = layout.numFiles,
+        rowGroups = layout.numRowGroups, entries = layout.numRowGroups.toLong * layout.columns.length,
+        harvested = countSource("harvest"), scanned = countSource("scan"), sizeInBytes = stats.map(_.sizeInBytes).sum,
+        maxBitsPerValue = Some(maxBpv), columnStats = Some(stats), formatVersion = Some(2), referencedDirs = Some(referenced)))
+    } catch {
+      case NonFatal(e) => try fs.delete(new Path(dir, dataDirName), true) catch { case NonFatal(_) => }; throw e
+    }
+  }
+
+  /**
+   * Removes data directories no longer read by the newest two versions (readers may still use the previous
+   * one); a version reads its own directory and those whose segments it still references.
+   */
   private def cleanOldVersions(fs: FileSystem, dir: Path, keep: Set[String]): Unit = try {
     val committed = IndexStore.versions(fs, dir)
-    val live = committed.take(2).flatMap(v => scala.util.Try(IndexStore.readMeta(fs, dir, v).dataDir).toOption).toSet ++ keep
+    val live = committed.take(2).flatMap(v => scala.util.Try {
+      val m = IndexStore.readMeta(fs, dir, v); m.referencedDirs.getOrElse(Nil) :+ m.dataDir
+    }.getOrElse(Nil)).toSet ++ keep
     fs.listStatus(dir).filter(s => s.isDirectory && s.getPath.getName.startsWith("v") && !live.contains(s.getPath.getName))
       .filter(s => System.currentTimeMillis() - s.getModificationTime > 60000) // never a build in progress
       .foreach(s => fs.delete(s.getPath, true))

@@ -91,17 +91,27 @@ object ColumnStats {
   def zero(column: String): ColumnStats = ColumnStats(column, 0, 0, 0, 0, 0.0, 0)
 
   /**
-   * One stored entry. A filter's false-positive probability is measured from its bits (exact for a uniform
-   * hash whatever was inserted, harvested filters included); a chunk of nulls only never matches a value (0);
-   * a chunk without a usable filter always does (1). A filter of more than one block with at least
-   * `maxBitsPerValue` bits per distinct value was capped by the ceiling (one block is the smallest filter).
+   * One stored entry: `fpp` is its filter's false-positive probability measured from its bits (exact for a
+   * uniform hash whatever was inserted, harvested filters included), 0 for a chunk of nulls only (never
+   * matches a value), 1 for a chunk without a usable filter (always read). A filter of more than one block
+   * with at least `maxBitsPerValue` bits per distinct value was capped by the ceiling.
    */
-  def ofEntry(column: String, cf: ColumnFilter, maxBitsPerValue: Double): ColumnStats = {
-    val fpp = if (cf.nonNull == 0) 0.0 else if (cf.filter == null) 1.0 else cf.filter.observedFpp
-    val bytes = if (cf.filter == null) 0L else cf.filter.numBytes.toLong
-    val known = cf.ndv > 0 && cf.filter != null
-    val capped = known && bytes > Sbbf.BytesPerBlock && bytes * 8.0 >= maxBitsPerValue * cf.ndv * 0.999
-    ColumnStats(column, 1, bytes, if (known) cf.ndv else 0, if (known) bytes else 0, fpp, if (capped) 1 else 0)
+  def of(column: String, fpp: Double, bytes: Long, ndv: Long, maxBitsPerValue: Double): ColumnStats = {
+    val known = ndv > 0 && bytes > 0
+    val capped = known && bytes > Sbbf.BytesPerBlock && bytes * 8.0 >= maxBitsPerValue * ndv * 0.999
+    ColumnStats(column, 1, bytes, if (known) ndv else 0, if (known) bytes else 0, fpp, if (capped) 1 else 0)
+  }
+
+  /** Every row group of a layout's column. */
+  def ofLayout(l: sliced.Layout, c: sliced.ColumnSlice, maxBitsPerValue: Double): ColumnStats = {
+    var acc = zero(c.name)
+    var rg = 0
+    while (rg < l.numRowGroups) {
+      val bytes = if (c.segment(rg) < 0) 0L else l.segments(c.segment(rg)).blocks * 32L
+      acc = acc + of(c.name, c.fpp(rg).toDouble, bytes, c.ndv(rg), maxBitsPerValue)
+      rg += 1
+    }
+    acc
   }
 
   def sum(column: String, all: Iterable[ColumnStats]): ColumnStats = all.foldLeft(zero(column))(_ + _)

@@ -15,6 +15,7 @@ import org.apache.spark.SparkException
 import org.apache.spark.sql.{Row, SparkSession}
 import org.apache.spark.util.{CollectionAccumulator, LongAccumulator}
 
+import sparkbloom.index.sliced.{EntryMeta, Segment, SegmentWriter}
 import sparkbloom.parquet.{ChunkHasher, Footers, FooterInfo, NativeFilterReader}
 import sparkbloom.sbbf.{InvalidBloomFilterException, Sbbf, Sizing}
 
@@ -22,7 +23,7 @@ import sparkbloom.sbbf.{InvalidBloomFilterException, Sbbf, Sizing}
 final case class DataFile(path: String, size: Long, mtime: Long)
 
 final case class BuildStats(files: Long, rowGroups: Long, entries: Long, harvested: Long, scanned: Long,
-                            sizeInBytes: Long, skipped: Seq[String], columnStats: Map[String, ColumnStats])
+                            sizeInBytes: Long, skipped: Seq[String], entryMetas: Seq[EntryMeta], segments: Seq[Segment])
 
 /**
  * The build job: one task per group of data files. Each task reads the footer of its files, takes a
@@ -30,35 +31,46 @@ final case class BuildStats(files: Long, rowGroups: Long, entries: Long, harvest
  * columns' pages and hashes their values in the file's own physical type, sizes a filter from the
  * chunk's actual distinct count and the FPP its [[FilterSizer]] gives that row group, and emits one entry
  * row per (file, row group, column).
- * The rows are written as Parquet by Spark into a directory that is not visible until committed.
+ * Each task writes its filters as block-sliced segments into the new version's directory (not visible until
+ * committed) and reports the entries, without their bytes, to the driver, which writes the layout.
  */
 object IndexBuilder {
   private val EncryptedPrefix = "sparkbloom-encrypted: "
 
   def build(spark: SparkSession, files: Seq[DataFile], columns: Seq[IndexedColumn], harvest: Boolean,
-            outDir: Path, sizer: FilterSizer): BuildStats = {
+            indexDir: Path, dataDirName: String, sizer: FilterSizer): BuildStats = {
     val sc = spark.sparkContext
     val conf = new SerializableConf(spark.sessionState.newHadoopConf())
     val acc = Seq("rowGroups", "entries", "harvested", "scanned", "bytes").map(n => n -> sc.longAccumulator(s"sparkbloom.$n")).toMap
     val skipped = sc.collectionAccumulator[String]("sparkbloom.skipped")
-    val stats = new ColumnStatsAccumulator
-    sc.register(stats, "sparkbloom.columnStats")
     val slices = math.max(1, math.min(files.size, sc.defaultParallelism * 4))
     val cols = columns.toArray
-    val rdd = sc.parallelize(files, slices).mapPartitions { it =>
-      it.flatMap(f => indexFile(f, cols, harvest, sizer, conf.value, acc, skipped, stats))
+    val dir = indexDir.toString
+    val rdd = sc.parallelize(files, slices).mapPartitionsWithIndex { (partition, it) =>
+      val writer = new SegmentWriter(new Path(dir).getFileSystem(conf.value), new Path(dir), dataDirName, partition)
+      val entries = it.flatMap(f => indexFile(f, cols, harvest, sizer, conf.value, acc, skipped))
+        .map(row => entryMeta(row, writer, cols)).toArray
+      Iterator.single((entries, writer.close().toArray))
     }
     sc.setJobDescription(s"sparkbloom: index ${files.size} files")
-    try {
-      spark.createDataFrame(rdd, IndexData.schema).write
-        .option("parquet.page.write-checksum.enabled", "true")
-        .parquet(outDir.toString)
-    } catch {
+    val out = try rdd.collect() catch {
       case e: Exception if rootMessage(e).exists(_.contains(EncryptedPrefix)) =>
         throw new BloomIndexException(rootMessage(e).get.substring(rootMessage(e).get.indexOf(EncryptedPrefix) + EncryptedPrefix.length))
     } finally sc.setJobDescription(null)
     BuildStats(files.size - skipped.value.size, acc("rowGroups").value, acc("entries").value, acc("harvested").value,
-      acc("scanned").value, acc("bytes").value, skipped.value.asScala.toSeq, stats.value)
+      acc("scanned").value, acc("bytes").value, skipped.value.asScala.toSeq, out.flatMap(_._1).toSeq, out.flatMap(_._2).toSeq)
+  }
+
+  /** An entry row (IndexData.schema) as the driver needs it; its filter goes to the task's segments. */
+  private def entryMeta(r: Row, writer: SegmentWriter, cols: Array[IndexedColumn]): EntryMeta = {
+    val column = r.getString(8)
+    val bytes = r.getAs[Array[Byte]](17)
+    val nonNull = r.getLong(14)
+    val fpp = if (nonNull == 0) 0f else if (bytes == null) 1f else Sbbf.fromBytes(bytes).observedFpp.toFloat
+    val (segment, slot) = if (bytes == null) (null, -1) else writer.add(column, cols.indexWhere(_.name == column), bytes)
+    EntryMeta(r.getString(0), r.getLong(1), r.getLong(2), r.getInt(4), r.getLong(5), r.getLong(6), r.getLong(7), column,
+      r.getString(9), r.getString(10), r.getInt(11), r.getBoolean(12), r.getBoolean(13), nonNull, r.getLong(15),
+      r.getString(16), fpp, segment, slot)
   }
 
   private def rootMessage(e: Throwable): Option[String] = {
@@ -68,8 +80,7 @@ object IndexBuilder {
   }
 
   private def indexFile(f: DataFile, cols: Array[IndexedColumn], harvest: Boolean, sizer: FilterSizer,
-                        conf: Configuration, acc: Map[String, LongAccumulator], skipped: CollectionAccumulator[String],
-                        stats: ColumnStatsAccumulator): Seq[Row] = {
+                        conf: Configuration, acc: Map[String, LongAccumulator], skipped: CollectionAccumulator[String]): Seq[Row] = {
     val path = new Path(f.path)
     val input = HadoopInputFile.fromPath(path, conf)
     val reader = try ParquetFileReader.open(input) catch {
@@ -97,8 +108,6 @@ object IndexBuilder {
         val r = footer.rowGroups(rg)
         val bytes = if (p.filter == null) null else p.filter.toBytes
         if (bytes != null) acc("bytes").add(bytes.length)
-        stats.add(ColumnStats.ofEntry(c.name, ColumnFilter(p.encoding.orNull, p.hasNull, p.nonNull, p.filter, p.source, p.ndv),
-          sizer.maxBitsPerValue))
         acc("entries").add(1)
         out += Row(f.path, f.size, f.mtime, entriesPerFile, rg, r.start, r.end, r.numRows, c.name,
           p.encoding.map(_.physical).orNull, p.encoding.map(_.logical).orNull, p.encoding.map(_.typeLength).getOrElse(0),
@@ -189,7 +198,7 @@ object IndexSizing {
 
   // Every row group has an FPP of its own, so bits per value come from a grid of StepsPerDecade FPPs per
   // decade, each computed once: an FPP between two grid points gets the bits of the smaller one (never
-  // fewer bits than it needs; under 1% more bits, ~0.05 bits per value at fpp 1e-4).
+  // fewer bits than it needs; under 2% more bits, ~0.05 bits per value at fpp 1e-4).
   private val StepsPerDecade = 64
   private val Decades = 12
   private val grid = Array.fill(StepsPerDecade * Decades + 1)(Double.NaN)

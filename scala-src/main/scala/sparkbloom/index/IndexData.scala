@@ -18,10 +18,21 @@ final case class RowGroupEntry(ordinal: Int, start: Long, end: Long, numRows: Lo
 
 final case class IndexedFile(path: String, size: Long, mtime: Long, rowGroups: IndexedSeq[RowGroupEntry])
 
-/** A committed version as loaded for planning. `problems` lists the damage found while loading. */
-final case class LoadedIndex(meta: IndexMeta, files: Map[String, IndexedFile], problems: Seq[String]) {
-  def sizeInBytes: Long = files.valuesIterator.flatMap(_.rowGroups).flatMap(_.columns.values)
-    .map(c => if (c.filter == null) 0L else c.filter.numBytes.toLong).sum
+/** A format-1 version as read whole (see [[LegacyIndex]]). */
+final case class LoadedIndex(meta: IndexMeta, files: Map[String, IndexedFile], problems: Seq[String])
+
+/**
+ * A committed version as planning uses it: its layout, where its segments are (`dir`, or in memory for a
+ * format-1 version), and the damage found while loading it (the files it concerns are read).
+ */
+final case class IndexVersion(meta: IndexMeta, dir: org.apache.hadoop.fs.Path, layout: sliced.Layout,
+                              memorySegments: Map[String, Array[Byte]], problems: Seq[String],
+                              damaged: Set[String] = Set.empty) { // segments known unusable: their slots might match
+  /** Files this version covers, by path: (size, modification time). */
+  def covers(path: String, size: Long, mtime: Long): Option[Int] = {
+    val f = layout.fileIndex.get(path)
+    if (f == null || layout.sizes(f) != size || layout.mtimes(f) != mtime) None else Some(f.intValue())
+  }
 }
 
 /**
@@ -47,7 +58,9 @@ final case class IndexMeta(
     falseReadsPerKey: Option[Double] = None, // the index-wide budget option, if given
     fppScope: Option[String] = None,         // "file" for Databricks' per-file fpp
     maxBitsPerValue: Option[Double] = None,  // the ceiling the build applied
-    columnStats: Option[Seq[ColumnStats]] = None) {
+    columnStats: Option[Seq[ColumnStats]] = None,
+    formatVersion: Option[Int] = None,       // 2: block-sliced (layout.bin + segments); absent: 1
+    referencedDirs: Option[Seq[String]] = None) { // data directories whose segments this version reads
   def options: TableOptions = TableOptions(fpp, ndv, falseReadsPerKey, fppScope.contains(IndexedColumn.FileScope))
 }
 

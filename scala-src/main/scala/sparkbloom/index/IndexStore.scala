@@ -11,20 +11,19 @@ import com.fasterxml.jackson.databind.{DeserializationFeature, ObjectMapper}
 import com.fasterxml.jackson.module.scala.DefaultScalaModule
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.{FileAlreadyExistsException, FileContext, FileSystem, Options, Path}
-import org.apache.parquet.example.data.Group
-import org.apache.parquet.hadoop.ParquetReader
-import org.apache.parquet.hadoop.example.GroupReadSupport
 import org.slf4j.LoggerFactory
 
-import sparkbloom.hash.ColumnEncoding
-import sparkbloom.sbbf.Sbbf
+import sparkbloom.index.sliced.{IndexCache, Layout, LayoutCodec, RunReader}
 
 /**
  * Where indexes live and how versions become visible.
  *
  * {{{
  *   <table root>/_sparkbloom/<name>/                (or <spark.sparkbloom.index.root>/<table hash>/<name>/)
- *     v<N>-<uuid>/part-*.parquet                    entries of version N (IndexData.schema)
+ *     v<N>-<uuid>/layout.bin                        version N's row groups and where their filters are (Layout)
+ *     v<N>-<uuid>/p<task>-c<col>-b<blocks>-<n>.seg  filters, block-sliced (Segment); a later version may
+ *                                                   keep referencing them (IndexMeta.referencedDirs)
+ *     v<N>-<uuid>/part-*.parquet                    format 1 (before block slicing): one row per entry
  *     _commits/<N>.json                             IndexMeta of version N: the commit
  * }}}
  *
@@ -106,83 +105,73 @@ object IndexStore {
     }
   }
 
-  // ---- loading, with a small cache keyed by (index dir, version) ----
+  // ---- loading: the layout of a version, cached in IndexCache (keyed by the version's own files) ----
 
-  private val cache = new java.util.LinkedHashMap[String, LoadedIndex](16, 0.75f, true) {
-    override def removeEldestEntry(e: java.util.Map.Entry[String, LoadedIndex]): Boolean = size() > 16
-  }
+  /** The name of a version's layout file inside its data directory. */
+  val LayoutFile = "layout.bin"
 
-  def load(fs: FileSystem, conf: Configuration, indexDir: Path, meta: IndexMeta): LoadedIndex = {
+  def load(fs: FileSystem, conf: Configuration, indexDir: Path, meta: IndexMeta): IndexVersion = {
     val key = s"$indexDir@${meta.version}@${meta.dataDir}"
-    cache.synchronized(Option(cache.get(key))).getOrElse {
-      val loaded = loadUncached(fs, conf, indexDir, meta)
-      cache.synchronized(cache.put(key, loaded))
-      loaded
+    IndexCache.get[IndexVersion](key).getOrElse {
+      val v = if (meta.formatVersion.getOrElse(1) >= 2) loadSliced(fs, indexDir, meta) else LegacyIndex.load(fs, conf, indexDir, meta)
+      IndexCache.put(key, v, v.layout.approximateBytes + v.memorySegments.valuesIterator.map(_.length.toLong).sum)
+      v
     }
   }
 
-  def invalidate(indexDir: Path): Unit = cache.synchronized {
-    cache.keySet().removeIf(k => k.startsWith(indexDir.toString + "@"))
+  def invalidate(indexDir: Path): Unit = IndexCache.invalidatePrefix(indexDir.toString + "@")
+
+  private def loadSliced(fs: FileSystem, indexDir: Path, meta: IndexMeta): IndexVersion = {
+    val file = new Path(new Path(indexDir, meta.dataDir), LayoutFile)
+    try {
+      val in = fs.open(file)
+      val bytes = try { val b = new Array[Byte](fs.getFileStatus(file).getLen.toInt); in.readFully(0, b); b } finally in.close()
+      val layout = LayoutCodec.decode(bytes)
+      val problems = mutable.Buffer[String]()
+      if (layout.numRowGroups * layout.columns.length.toLong != meta.entries)
+        problems += s"index version ${meta.version} holds ${layout.numRowGroups * layout.columns.length} entries, its commit says ${meta.entries}"
+      // Segments must be there and have their length; anything else in the version's directory is ignored.
+      val expected = layout.segments.map(s => s.file -> s.fileLength).toMap
+      val present = layout.segments.map(_.file.takeWhile(_ != '/')).distinct.flatMap { d =>
+        try fs.listStatus(new Path(indexDir, d)).toSeq.map(st => s"$d/${st.getPath.getName}" -> st.getLen)
+        catch { case NonFatal(_) => Nil }
+      }.toMap
+      val damaged = expected.collect {
+        case (f, len) if !present.contains(f) => problems += s"index segment $f is missing: the row groups it covers are read"; f
+        case (f, len) if present(f) != len => problems += s"index segment $f has ${present(f)} bytes, not $len: the row groups it covers are read"; f
+      }.toSet
+      try fs.listStatus(new Path(indexDir, meta.dataDir)).map(st => s"${meta.dataDir}/${st.getPath.getName}")
+        .filterNot(f => expected.contains(f) || f.endsWith("/" + LayoutFile))
+        .foreach(f => problems += s"unexpected file $f in the index is ignored")
+      catch { case NonFatal(_) => }
+      IndexVersion(meta, indexDir, layout, Map.empty, problems.toSeq, damaged)
+    } catch {
+      case NonFatal(e) =>
+        val what = if (e.isInstanceOf[java.io.FileNotFoundException]) "is missing" else "is unreadable"
+        val problem = s"index layout ${meta.dataDir}/$LayoutFile $what (${e.getClass.getSimpleName}: ${e.getMessage}); every file is read"
+        log.warn(s"bloom index ${meta.name} ($indexDir): $problem")
+        IndexVersion(meta, indexDir, Layout.empty(meta.columns.map(_.name)), Map.empty, Seq(problem))
+    }
   }
 
-  private def loadUncached(fs: FileSystem, conf: Configuration, indexDir: Path, meta: IndexMeta): LoadedIndex = {
-    val problems = mutable.Buffer[String]()
-    val dataDir = new Path(indexDir, meta.dataDir)
-    val rows = mutable.Map[String, (Long, Long, Int, mutable.Map[Int, (RowGroupEntry)])]()
-    val readConf = new Configuration(conf)
-    readConf.setBoolean("parquet.page.verify-checksum.enabled", true)
-    val parts = try fs.listStatus(dataDir).toSeq.filter(s => s.isFile && s.getPath.getName.endsWith(".parquet")) catch {
-      case NonFatal(e) => problems += s"index data ${meta.dataDir} is missing: ${e.getMessage}"; Nil
-    }
-    var entries = 0L
-    val damaged = mutable.Set[String]()
-    for (part <- parts) {
-      val local = mutable.Buffer[(String, Long, Long, Int, Int, Long, Long, Long, String, ColumnFilter)]()
-      try {
-        val reader = ParquetReader.builder(new GroupReadSupport(), part.getPath).withConf(readConf).build()
-        try {
-          var g: Group = reader.read()
-          while (g != null) { local += decode(g, damaged); g = reader.read() }
-        } finally reader.close()
-      } catch {
-        case NonFatal(e) => problems += s"index file ${part.getPath.getName} is unreadable (${e.getClass.getSimpleName}: ${e.getMessage}); the files it covers are read"
-          local.clear()
+  /**
+   * Reads every run of every stored segment of `v` and checks its CRC (DESCRIBE BLOOM INDEX does, for
+   * indexes that fit the cache): the damage found, plus what probes found before.
+   */
+  def verify(fs: FileSystem, v: IndexVersion): Seq[String] = {
+    val found = if (v.layout.segments.iterator.map(_.fileLength).sum > IndexCache.limit) Nil
+      else v.layout.segments.toSeq.filterNot(s => v.memorySegments.contains(s.file) || v.damaged.contains(s.file)).flatMap { s =>
+        val runs = RunReader.read(fs, new Path(v.dir, s.file), s, 0 until s.blocks)
+        val bad = runs.count(_._2.isEmpty)
+        if (bad == 0) None else Some(s"index segment ${s.file}: $bad of ${s.blocks} runs fail their CRC: the row groups it covers are read")
       }
-      for ((path, size, mtime, n, rg, start, end, numRows, col, cf) <- local) {
-        entries += 1
-        val f = rows.getOrElseUpdate(path, (size, mtime, n, mutable.Map()))
-        val e = f._4.getOrElse(rg, RowGroupEntry(rg, start, end, numRows, Map.empty))
-        f._4(rg) = e.copy(columns = e.columns + (col -> cf))
-      }
-    }
-    val files = rows.iterator.flatMap { case (path, (size, mtime, expected, rgs)) =>
-      val got = rgs.valuesIterator.map(_.columns.size).sum
-      if (damaged.contains(path)) { problems += s"damaged bloom filter for $path: file is read"; None }
-      else if (got != expected) { problems += s"incomplete index entries for $path ($got of $expected): file is read"; None }
-      else Some(path -> IndexedFile(path, size, mtime, rgs.values.toIndexedSeq.sortBy(_.ordinal)))
-    }.toMap
-    if (entries != meta.entries && problems.isEmpty)
-      problems += s"index version ${meta.version} holds $entries entries, its commit says ${meta.entries}"
-    if (problems.nonEmpty) log.warn(s"bloom index ${meta.name} (${indexDir}): ${problems.mkString("; ")}")
-    LoadedIndex(meta, files, problems.toSeq)
+    (found ++ IndexCache.damageOf(v.dir)).distinct
   }
 
-  private def decode(g: Group, damaged: mutable.Set[String]) = {
-    def str(f: String): String = if (g.getFieldRepetitionCount(f) == 0) null else g.getString(f, 0)
-    val path = g.getString("file_path", 0)
-    val bytes = if (g.getFieldRepetitionCount("bloom_filter") == 0) null else g.getBinary("bloom_filter", 0).getBytes
-    val filter = if (bytes == null) null else {
-      val crc = new CRC32(); crc.update(bytes)
-      if (crc.getValue != g.getLong("bloom_crc32", 0) || bytes.length == 0 || bytes.length % 32 != 0) { damaged += path; null }
-      else Sbbf.fromBytes(bytes)
-    }
-    val phys = str("physical_type")
-    val enc = if (phys == null) null else ColumnEncoding(phys, Option(str("logical_type")).getOrElse(""),
-      g.getInteger("type_length", 0), g.getBoolean("legacy_calendar", 0))
-    (path, g.getLong("file_size", 0), g.getLong("file_mtime", 0), g.getInteger("file_entries", 0),
-      g.getInteger("row_group", 0), g.getLong("rg_start", 0), g.getLong("rg_end", 0), g.getLong("num_rows", 0),
-      g.getString("column", 0),
-      ColumnFilter(enc, g.getBoolean("has_null", 0), g.getLong("non_null", 0), filter, g.getString("source", 0), g.getLong("ndv", 0)))
+  /** Writes a version's layout into its data directory. */
+  def writeLayout(fs: FileSystem, indexDir: Path, dataDir: String, layout: Layout): Unit = {
+    val out = fs.create(new Path(new Path(indexDir, dataDir), LayoutFile), false)
+    try out.write(LayoutCodec.encode(layout)) finally out.close()
   }
 
   def crc32(bytes: Array[Byte]): Long = { val c = new CRC32(); c.update(bytes); c.getValue }

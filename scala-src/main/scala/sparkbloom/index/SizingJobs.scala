@@ -4,8 +4,8 @@ import scala.util.control.NonFatal
 
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.util.AccumulatorV2
 
+import sparkbloom.index.sliced.Layout
 import sparkbloom.parquet.Footers
 
 /** The Spark side of [[FppBudget]]: the table's value counts before a build, the filters' figures after it. */
@@ -19,12 +19,15 @@ object SizingJobs {
    * footers, read in one Spark job. An unreadable file counts nothing here; the build reports it.
    */
   def valuesUpperBound(spark: SparkSession, files: Seq[DataFile], columns: Seq[String],
-                       carried: Iterable[IndexedFile]): Map[String, Long] = {
+                       carried: Option[(Layout, Set[String])]): Map[String, Long] = {
     if (columns.isEmpty) return Map.empty
-    val fromIndex = columns.map { c =>
-      c -> carried.iterator.flatMap(_.rowGroups).map { rg =>
-        rg.columns.get(c).map(cf => if (cf.nonNull >= 0) cf.nonNull else rg.numRows).getOrElse(rg.numRows)
-      }.sum
+    val fromIndex = columns.map { name =>
+      name -> carried.map { case (l, keep) =>
+        val c = l.column(name)
+        l.paths.indices.filter(f => keep.contains(l.paths(f))).iterator.flatMap(f => l.firstRg(f) until l.firstRg(f + 1)).map { rg =>
+          c.map(c => if (c.nonNull(rg) >= 0) c.nonNull(rg) else l.rgRows(rg)).getOrElse(l.rgRows(rg))
+        }.sum
+      }.getOrElse(0L)
     }.toMap
     if (files.isEmpty) return fromIndex
     val sc = spark.sparkContext
@@ -48,16 +51,4 @@ object SizingJobs {
     } finally sc.setJobDescription(null)
     cols.zipWithIndex.map { case (c, i) => c -> (fromIndex(c) + counts(i)) }.toMap
   }
-}
-
-/** Sums [[ColumnStats]] per column across the build's tasks. */
-final class ColumnStatsAccumulator extends AccumulatorV2[ColumnStats, Map[String, ColumnStats]] {
-  private var stats = Map.empty[String, ColumnStats]
-  override def isZero: Boolean = stats.isEmpty
-  override def copy(): ColumnStatsAccumulator = { val c = new ColumnStatsAccumulator; c.stats = stats; c }
-  override def reset(): Unit = stats = Map.empty
-  override def add(v: ColumnStats): Unit =
-    stats = stats.updated(v.column, stats.get(v.column).map(_ + v).getOrElse(v))
-  override def merge(other: AccumulatorV2[ColumnStats, Map[String, ColumnStats]]): Unit = other.value.values.foreach(add)
-  override def value: Map[String, ColumnStats] = stats
 }

@@ -10,7 +10,8 @@ import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRela
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 
 import sparkbloom.BloomConf
-import sparkbloom.index.{IndexStore, LoadedIndex}
+import sparkbloom.index.{IndexStore, IndexVersion}
+import sparkbloom.index.sliced.IndexCache
 import sparkbloom.scan.{BloomParquetFileFormat, BloomSkippingFileIndex, RowGroupSelection}
 
 /**
@@ -25,6 +26,7 @@ class BloomSkippingRule(session: SparkSession) extends Rule[LogicalPlan] {
 
   override def apply(plan: LogicalPlan): LogicalPlan = {
     if (!BloomConf.enabled(session)) return plan
+    IndexCache.setMaxBytes(BloomConf.cacheMaxBytes(session))
     try plan.transformDown {
       case f @ Filter(cond, l @ LogicalRelation(rel: HadoopFsRelation, output, table, false, _))
           if rel.fileFormat.getClass == classOf[ParquetFileFormat] && !rel.location.isInstanceOf[BloomSkippingFileIndex] =>
@@ -49,7 +51,7 @@ class BloomSkippingRule(session: SparkSession) extends Rule[LogicalPlan] {
       val base = IndexStore.indexesDir(fs.makeQualified(r), BloomConf.indexRoot(session))
       if (!fs.exists(base)) None
       else {
-        val used: Seq[(LoadedIndex, BloomPredicate)] = fs.listStatus(base).toSeq.filter(_.isDirectory).flatMap { st =>
+        val used: Seq[(IndexVersion, BloomPredicate)] = fs.listStatus(base).toSeq.filter(_.isDirectory).flatMap { st =>
           try {
             IndexStore.latestMeta(fs, st.getPath)._1.flatMap { meta =>
               val indexed = meta.columns.map(_.name)
@@ -64,7 +66,7 @@ class BloomSkippingRule(session: SparkSession) extends Rule[LogicalPlan] {
         if (used.isEmpty) None
         else {
           val selection = new RowGroupSelection(BloomConf.rowGroupPruning(session))
-          val index = new BloomSkippingFileIndex(rel.location, used, selection, l.catalogTable.map(_.identifier.unquotedString)
+          val index = new BloomSkippingFileIndex(session, rel.location, used, selection, l.catalogTable.map(_.identifier.unquotedString)
             .getOrElse(r.toString),
             int96Probes = !session.conf.get("spark.sql.parquet.int96TimestampConversion", "false").toBoolean)
           val format = new BloomParquetFileFormat(selection)

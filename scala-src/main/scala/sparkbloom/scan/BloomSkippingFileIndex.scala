@@ -8,18 +8,25 @@ import org.apache.spark.sql.execution.datasources.{FileIndex, PartitionDirectory
 import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 
-import sparkbloom.index.LoadedIndex
-import sparkbloom.optimizer.{BloomPredicate, RowGroupEvaluator}
+import org.apache.spark.sql.SparkSession
+
+import sparkbloom.index.IndexVersion
+import sparkbloom.index.sliced.{Probers, SlicedProbe}
+import sparkbloom.optimizer.BloomPredicate
 
 /**
  * Wraps the relation's real [[FileIndex]]: lists what it lists, then drops files whose every row group
  * cannot match according to the bloom indexes, and records which row groups of the kept files may match
  * (in [[RowGroupSelection]], read by [[BloomParquetFileFormat]]). A file not in an index, or whose size or
  * modification time differ from the indexed ones, is kept whole. Everything else is forwarded.
+ *
+ * Each index answers for all its row groups at once ([[SlicedProbe]]: one run per segment and value), then
+ * each listed file is looked up by path.
  */
 class BloomSkippingFileIndex(
+    val session: SparkSession,
     val delegate: FileIndex,
-    val indexes: Seq[(LoadedIndex, BloomPredicate)],
+    val indexes: Seq[(IndexVersion, BloomPredicate)],
     val selection: RowGroupSelection,
     val tableName: String,
     val int96Probes: Boolean = true) extends FileIndex {
@@ -47,27 +54,30 @@ class BloomSkippingFileIndex(
   }
 
   private def prune(listed: Seq[PartitionDirectory]): Seq[PartitionDirectory] = {
-    val evaluators = indexes.map { case (idx, p) => (idx, new RowGroupEvaluator(p, int96Probes)) }
+    val t0 = System.nanoTime()
+    val counters = new Probers.Counters
+    val answers = indexes.map { case (v, p) =>
+      v -> new SlicedProbe(v.layout, Probers.forVersion(session, v, counters), int96Probes).mightMatch(p)
+    }
     var filesTotal, filesKept, rgTotal, rgKept, notCovered = 0L
     val ranges = Map.newBuilder[String, Array[Long]]
     val out = listed.map { dir =>
       val kept = dir.files.filter { f =>
         filesTotal += 1
         val path = f.getPath.toString
-        val covered = evaluators.flatMap { case (idx, ev) =>
-          idx.files.get(path).filter(i => i.size == f.getLen && i.mtime == f.getModificationTime).map(_ -> ev)
-        }
+        val covered = answers.flatMap { case (v, bits) => v.covers(path, f.getLen, f.getModificationTime).map(i => (v.layout, i, bits)) }
         if (covered.isEmpty) { notCovered += 1; filesKept += 1; true }
         else {
           // A row group may match only if every index covering the file says it may.
-          val rgs = covered.head._1.rowGroups
-          val keep = rgs.filter(rg => covered.forall { case (file, ev) =>
-            file.rowGroups.find(_.ordinal == rg.ordinal).forall(ev.mightMatch) })
+          val (l0, f0, _) = covered.head
+          val rgs = l0.firstRg(f0) until l0.firstRg(f0 + 1)
+          val keep = rgs.filter(rg => covered.forall { case (l, fi, bits) =>
+            (l.firstRg(fi) until l.firstRg(fi + 1)).find(r => l.rgOrdinal(r) == l0.rgOrdinal(rg)).forall(bits.get) })
           rgTotal += rgs.size; rgKept += keep.size
           if (keep.isEmpty && rgs.nonEmpty) false
           else {
             filesKept += 1
-            if (keep.size < rgs.size) ranges += path -> keep.flatMap(r => Array(r.start, r.end)).toArray
+            if (keep.size < rgs.size) ranges += path -> keep.flatMap(r => Array(l0.rgStart(r), l0.rgEnd(r))).toArray
             true
           }
         }
@@ -76,10 +86,12 @@ class BloomSkippingFileIndex(
     }.filter(_.files.nonEmpty)
     selection.add(ranges.result())
     val s = ScanSkipping(indexes.map(i => s"${i._1.meta.name} on ${i._1.meta.table}").distinct.mkString(", "), tableName,
-      predicateSql, filesTotal, filesKept, rgTotal + notCovered, rgKept + notCovered, notCovered)
+      predicateSql, filesTotal, filesKept, rgTotal + notCovered, rgKept + notCovered, notCovered,
+      indexBytesRead = counters.bytesRead, probeTimeNs = System.nanoTime() - t0, distributedProbe = counters.distributed)
     lastSkipping = Some(s)
     SkippingReport.record(s)
-    log.info(s"sparkbloom: $tableName [$predicateSql]: files $filesKept of $filesTotal, row groups (indexed) $rgKept of $rgTotal, not covered $notCovered")
+    log.info(s"sparkbloom: $tableName [$predicateSql]: files $filesKept of $filesTotal, row groups (indexed) $rgKept of $rgTotal, " +
+      s"not covered $notCovered, index bytes read ${counters.bytesRead}")
     out
   }
 

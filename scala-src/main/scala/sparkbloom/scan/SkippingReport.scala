@@ -12,7 +12,10 @@ final case class ScanSkipping(
     filesKept: Long,
     rowGroupsTotal: Long,
     rowGroupsKept: Long,
-    filesNotCovered: Long)  // read because they are new/changed/not in the index
+    filesNotCovered: Long,  // read because they are new/changed/not in the index
+    indexBytesRead: Long = 0L,   // bytes of filter runs read from storage (not from the driver's cache)
+    probeTimeNs: Long = 0L,      // time spent probing and deciding, at planning
+    distributedProbe: Boolean = false) // the probe ran as a Spark job (the runs did not fit the cache)
 
 object SkippingReport extends AdaptiveSparkPlanHelper {
   /**

@@ -55,7 +55,7 @@ case class DescribeBloomIndexCommand(
     name: String,
     override val output: Seq[Attribute] = CommandOutput.describeSchema) extends LeafRunnableCommand {
   override def run(spark: SparkSession): Seq[Row] =
-    CommandOutput.describeRows(BloomIndexes.describe(spark, table, name))
+    CommandOutput.describeRows(BloomIndexes.describe(spark, table, name, verify = true))
 }
 
 /**

@@ -1,0 +1,85 @@
+package sparkbloom.index.sliced
+
+import java.util.zip.CRC32
+
+import org.apache.hadoop.fs.{FileSystem, Path}
+
+/**
+ * The driver's memory for indexes: one LRU, bounded in bytes (`spark.sparkbloom.cache.maxBytes`), of index
+ * layouts and of runs. Keys name immutable files (a version's layout, a segment's run), so an entry never
+ * goes stale; a new version simply uses new keys.
+ */
+object IndexCache {
+  @volatile private var maxBytes: Long = 256L << 20
+  private var used = 0L
+  private final case class Entry(value: AnyRef, bytes: Long)
+  private val entries = new java.util.LinkedHashMap[String, Entry](1024, 0.75f, true)
+  @volatile var runBytesRead = 0L // for benchmarks and metrics: bytes of runs read from storage
+
+  def setMaxBytes(n: Long): Unit = synchronized { maxBytes = math.max(0L, n); evict() }
+  def limit: Long = maxBytes
+  def usedBytes: Long = synchronized(used)
+  def clear(): Unit = synchronized { entries.clear(); used = 0 }
+  def contains(key: String): Boolean = synchronized(entries.containsKey(key))
+
+  def get[T <: AnyRef](key: String): Option[T] = synchronized(Option(entries.get(key)).map(_.value.asInstanceOf[T]))
+
+  def put(key: String, value: AnyRef, bytes: Long): Unit = synchronized {
+    Option(entries.put(key, Entry(value, bytes))).foreach(old => used -= old.bytes)
+    used += bytes
+    evict()
+  }
+
+  def invalidatePrefix(prefix: String): Unit = synchronized {
+    val it = entries.entrySet().iterator()
+    while (it.hasNext) { val e = it.next(); if (e.getKey.startsWith(prefix)) { used -= e.getValue.bytes; it.remove() } }
+  }
+
+  private def evict(): Unit = {
+    val it = entries.values().iterator()
+    while (used > maxBytes && it.hasNext) { used -= it.next().bytes; it.remove() }
+  }
+
+  def runKey(indexDir: Path, seg: Segment, block: Int): String = s"$indexDir/${seg.file}#$block"
+
+  // Damage probes met (a run failing its CRC), per index directory, for DESCRIBE. Bounded: a few per index.
+  private val damage = new java.util.concurrent.ConcurrentHashMap[String, java.util.Set[String]]()
+  def reportDamage(indexDir: Path, problem: String): Unit = {
+    val set = damage.computeIfAbsent(indexDir.toString, _ => java.util.concurrent.ConcurrentHashMap.newKeySet[String]())
+    if (set.size < 16) set.add(problem)
+  }
+  def damageOf(indexDir: Path): Seq[String] =
+    Option(damage.get(indexDir.toString)).map(s => scala.jdk.CollectionConverters.SetHasAsScala(s).asScala.toSeq.sorted).getOrElse(Nil)
+
+  /**
+   * The runs `blocks` of one segment, cached ones from memory and the others with one positioned read each;
+   * a run whose CRC does not match (or that cannot be read) is None: its filters are then unusable.
+   */
+  def runs(fs: FileSystem, indexDir: Path, seg: Segment, blocks: Seq[Int]): Map[Int, Option[Array[Byte]]] = {
+    val cached = blocks.map(b => b -> get[Array[Byte]](runKey(indexDir, seg, b))).toMap
+    val missing = blocks.filter(b => cached(b).isEmpty)
+    val read = if (missing.isEmpty) Map.empty[Int, Option[Array[Byte]]] else RunReader.read(fs, new Path(indexDir, seg.file), seg, missing)
+    read.foreach {
+      case (b, Some(bytes)) => runBytesRead += bytes.length; put(runKey(indexDir, seg, b), bytes, bytes.length + 64L)
+      case (b, None) => reportDamage(indexDir, s"index segment ${seg.file}: run $b fails its CRC or cannot be read: the row groups it covers are read")
+    }
+    blocks.map(b => b -> cached(b).map(Some(_)).getOrElse(read(b))).toMap
+  }
+}
+
+/** Positioned reads of runs, with their CRCs checked. Used on the driver and in distributed probes. */
+object RunReader {
+  def read(fs: FileSystem, file: Path, seg: Segment, blocks: Seq[Int]): Map[Int, Option[Array[Byte]]] = {
+    val in = try fs.open(file) catch { case _: java.io.IOException => return blocks.map(_ -> None).toMap }
+    try blocks.distinct.map { b =>
+      b -> (try {
+        val buf = new Array[Byte](seg.runBytes + 4)
+        in.readFully(seg.runOffset(b), buf)
+        val crc = new CRC32(); crc.update(buf, 0, seg.runBytes)
+        val stored = (buf(seg.runBytes) & 0xff) | (buf(seg.runBytes + 1) & 0xff) << 8 |
+          (buf(seg.runBytes + 2) & 0xff) << 16 | (buf(seg.runBytes + 3) & 0xff) << 24
+        if (crc.getValue.toInt == stored) Some(buf) else None // the probe ignores the 4 trailing CRC bytes
+      } catch { case _: java.io.IOException => None })
+    }.toMap finally in.close()
+  }
+}

@@ -1,0 +1,93 @@
+package sparkbloom.index.sliced
+
+import sparkbloom.hash.ColumnEncoding
+
+/**
+ * The row-group metadata of one index version, as flat arrays (no object per row group: 10^6 row groups
+ * must fit a driver). Row groups are numbered 0 until R in file order; file f owns [firstRg(f), firstRg(f+1)).
+ *
+ * Filters live in [[Segment]]s; a row group's filter for column c is slot `slot(rg)` of segment
+ * `segment(rg)` of that column, or nowhere (`segment(rg) == -1`).
+ */
+final class Layout(
+    val paths: Array[String],
+    val sizes: Array[Long],
+    val mtimes: Array[Long],
+    val firstRg: Array[Int],   // length F + 1
+    val rgOrdinal: Array[Int], // the row group's ordinal in its file
+    val rgStart: Array[Long],  // byte range [start, end) of the row group in its file (see Footers)
+    val rgEnd: Array[Long],
+    val rgRows: Array[Long],
+    val columns: Array[ColumnSlice],
+    val segments: Array[Segment]) {
+
+  def numFiles: Int = paths.length
+  def numRowGroups: Int = rgStart.length
+  def column(name: String): Option[ColumnSlice] = columns.find(_.name == name)
+
+  /** Path → file number, built on first use (planning looks every listed file up). */
+  lazy val fileIndex: java.util.HashMap[String, Integer] = {
+    val m = new java.util.HashMap[String, Integer](paths.length * 2)
+    paths.indices.foreach(i => m.put(paths(i), i))
+    m
+  }
+
+  /** Heap held by this layout, roughly (for the cache's budget). */
+  def approximateBytes: Long = 64L * numFiles + paths.iterator.map(_.length.toLong).sum + 28L * numRowGroups +
+    columns.length * 38L * numRowGroups + 4L * segments.iterator.map(_.count.toLong).sum
+
+  /** For each segment, the row group held in each slot. */
+  lazy val slotToRg: Array[Array[Int]] = {
+    val out = segments.map(s => Array.fill(s.count)(-1))
+    for (c <- columns; rg <- 0 until numRowGroups if c.segment(rg) >= 0) out(c.segment(rg))(c.slot(rg)) = rg
+    out
+  }
+}
+
+object Layout {
+  /** No files: every file of the table is then "not covered" and read. */
+  def empty(columns: Seq[String]): Layout = new Layout(Array.empty, Array.empty, Array.empty, Array(0), Array.empty,
+    Array.empty, Array.empty, Array.empty, columns.map(c => new ColumnSlice(c, Array.empty, Array.empty, Array.empty,
+      Array.empty, Array.empty, Array.empty, Array.empty, Array.empty, Array.empty)).toArray, Array.empty)
+}
+
+/**
+ * One indexed column over all row groups. `flags`: bit 0 = the chunk has nulls, bit 1 = it has no non-null
+ * value (only nulls, or the column is absent from the file: never matches a value). `encoding(rg) == -1`:
+ * no usable filter (unknown encoding): always might match.
+ */
+final class ColumnSlice(
+    val name: String,
+    val encodings: Array[ColumnEncoding],
+    val encoding: Array[Int],
+    val flags: Array[Byte],
+    val segment: Array[Int],
+    val slot: Array[Int],
+    // for builds and DESCRIBE, not for planning:
+    val nonNull: Array[Long],
+    val ndv: Array[Long],
+    val fpp: Array[Float],
+    val source: Array[Byte]) {
+  def hasNull(rg: Int): Boolean = (flags(rg) & ColumnSlice.HasNull) != 0
+  def onlyNulls(rg: Int): Boolean = (flags(rg) & ColumnSlice.OnlyNulls) != 0
+}
+
+object ColumnSlice {
+  val HasNull: Byte = 1
+  val OnlyNulls: Byte = 2
+  /** Where a filter came from, as stored in `source`. */
+  val Sources: IndexedSeq[String] = IndexedSeq("absent", "scan", "harvest", "unsupported-encoding", "damaged")
+  def sourceId(s: String): Byte = { val i = Sources.indexOf(s); (if (i < 0) Sources.size - 1 else i).toByte }
+}
+
+/**
+ * `count` filters of `blocks` blocks of one column, stored block-major in `file` (relative to the index
+ * directory): run b (block b of every filter, slot order, 32 bytes each) at offset b·(32·count + 4),
+ * followed by the CRC32 of the run (4 bytes, little endian). A lookup of one value reads one run.
+ */
+final case class Segment(file: String, column: String, blocks: Int, count: Int) {
+  def runBytes: Int = 32 * count
+  def runStride: Long = runBytes.toLong + 4
+  def runOffset(block: Int): Long = block * runStride
+  def fileLength: Long = blocks * runStride
+}

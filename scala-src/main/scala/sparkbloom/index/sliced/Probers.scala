@@ -1,0 +1,55 @@
+package sparkbloom.index.sliced
+
+import org.apache.hadoop.fs.{FileSystem, Path}
+import org.apache.spark.sql.SparkSession
+
+import sparkbloom.index.{IndexVersion, SerializableConf}
+import sparkbloom.index.sliced.SlicedProbe.{Prober, Request}
+
+/**
+ * Where a version's probes run. On the driver, runs come from [[IndexCache]] and positioned reads (or from
+ * memory for a format-1 version); a lookup whose uncached runs would not fit the cache
+ * (`spark.sparkbloom.cache.maxBytes`) runs as a Spark job instead, one task per segment file with the hashes
+ * shipped in the task, so the driver never holds more than the cache.
+ */
+object Probers {
+  /** Bytes of the runs a probe reads, and how many of them came from storage (for metrics). */
+  final class Counters { @volatile var bytesRead = 0L; @volatile var distributed = false }
+
+  def forVersion(spark: SparkSession, v: IndexVersion, counters: Counters): Prober = {
+    val fs = v.dir.getFileSystem(spark.sessionState.newHadoopConf())
+    requests => {
+      val uncached = requests.iterator.filterNot(r => v.memorySegments.contains(r.segment.file)).map { r =>
+        blocksOf(r).count(b => !IndexCache.contains(IndexCache.runKey(v.dir, r.segment, b))).toLong * r.segment.runBytes
+      }.sum
+      counters.bytesRead += uncached
+      if (uncached > IndexCache.limit) { counters.distributed = true; distributed(spark, v, requests) }
+      else local(fs, v, requests)
+    }
+  }
+
+  private def blocksOf(r: Request): Seq[Int] = r.hashes.map(h => sparkbloom.sbbf.Kernel.blockIndex(h, r.segment.blocks)).distinct.toSeq
+
+  private def local(fs: FileSystem, v: IndexVersion, requests: Seq[Request]): Map[Int, Option[Array[Long]]] =
+    requests.map { r =>
+      if (v.damaged.contains(r.segment.file)) r.segmentIndex -> None
+      else r.segmentIndex -> SlicedProbe.probeRuns(r.segment, r.hashes, blocks => v.memorySegments.get(r.segment.file) match {
+        case Some(bytes) => blocks.map(b => b -> Some(java.util.Arrays.copyOfRange(bytes,
+          r.segment.runOffset(b).toInt, r.segment.runOffset(b).toInt + r.segment.runBytes))).toMap
+        case None => IndexCache.runs(fs, v.dir, r.segment, blocks)
+      })
+    }.toMap
+
+  private def distributed(spark: SparkSession, v: IndexVersion, requests: Seq[Request]): Map[Int, Option[Array[Long]]] = {
+    val (memory, stored) = requests.partition(r => v.memorySegments.contains(r.segment.file) || v.damaged.contains(r.segment.file))
+    val sc = spark.sparkContext
+    val conf = new SerializableConf(spark.sessionState.newHadoopConf())
+    val dir = v.dir.toString
+    sc.setJobDescription(s"sparkbloom: probe ${stored.size} segments of ${v.meta.name}")
+    val remote = try sc.parallelize(stored, math.max(1, stored.size)).map { r =>
+      val fs = new Path(dir).getFileSystem(conf.value)
+      r.segmentIndex -> SlicedProbe.probeRuns(r.segment, r.hashes, blocks => RunReader.read(fs, new Path(dir, r.segment.file), r.segment, blocks))
+    }.collect().toMap finally sc.setJobDescription(null)
+    remote ++ local(null, v, memory)
+  }
+}

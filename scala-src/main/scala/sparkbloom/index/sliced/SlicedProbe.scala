@@ -1,0 +1,95 @@
+package sparkbloom.index.sliced
+
+import java.util.BitSet
+
+import sparkbloom.encoding.ValueHasher
+import sparkbloom.optimizer.BloomPredicate
+import sparkbloom.optimizer.BloomPredicate._
+import sparkbloom.sbbf.{Kernel, RunProbe}
+
+/**
+ * Evaluates a [[BloomPredicate]] over every row group of a [[Layout]] at once: the result has bit rg set when
+ * row group rg might match. A value's hash selects one block per segment, so an `=` reads one run per
+ * segment and an IN of k values at most k; each run is tested against the hash's mask in one pass
+ * ([[RunProbe]]). Unsure means "might match": no filter, an unusable encoding, a value that cannot be
+ * encoded, a run that cannot be read or fails its CRC.
+ */
+final class SlicedProbe(layout: Layout, prober: SlicedProbe.Prober, int96Probes: Boolean = true) {
+  private val all = { val b = new BitSet(layout.numRowGroups); b.set(0, layout.numRowGroups); b }
+
+  def mightMatch(p: BloomPredicate): BitSet = p match {
+    case Unknown => all.clone().asInstanceOf[BitSet]
+    case Nothing => new BitSet(layout.numRowGroups)
+    case IsNull(c) => layout.column(c).map(col => bits(rg => col.hasNull(rg))).getOrElse(all.clone().asInstanceOf[BitSet])
+    case in: In => layout.column(in.column).map(values(in, _)).getOrElse(all.clone().asInstanceOf[BitSet])
+    case And(l, r) => val b = mightMatch(l); b.and(mightMatch(r)); b
+    case Or(l, r) => val b = mightMatch(l); b.or(mightMatch(r)); b
+  }
+
+  private def bits(f: Int => Boolean): BitSet = {
+    val b = new BitSet(layout.numRowGroups)
+    var rg = 0
+    while (rg < layout.numRowGroups) { if (f(rg)) b.set(rg); rg += 1 }
+    b
+  }
+
+  private def values(in: In, c: ColumnSlice): BitSet = {
+    // Hashes of the whole list in each encoding the column has; null: some value cannot be encoded exactly.
+    val hashes: Array[Array[Long]] = c.encodings.map { e =>
+      if (!int96Probes && e.physical == "INT96") null
+      else {
+        val parts = in.values.map(v => ValueHasher.hashes(v, in.dataType, e))
+        if (parts.exists(_ == null)) null else parts.flatten.distinct.toArray
+      }
+    }
+    // Row groups decided without their filter: only nulls (never), no usable filter or hash (always).
+    val out = bits { rg =>
+      !c.onlyNulls(rg) && (c.segment(rg) < 0 || c.encoding(rg) < 0 || hashes(c.encoding(rg)) == null)
+    }
+    val requests = layout.segments.indices.filter(s => layout.segments(s).column == c.name).flatMap { s =>
+      // Every hash of every encoding found in this segment (normally one): probing with more hashes than a
+      // slot's own encoding needs can only add "maybe"s, never lose one.
+      val encs = layout.slotToRg(s).iterator.filter(_ >= 0).map(c.encoding).filter(e => e >= 0 && hashes(e) != null).toSet
+      val hs = encs.iterator.flatMap(e => hashes(e)).toArray.distinct
+      if (hs.isEmpty) None else Some(SlicedProbe.Request(s, layout.segments(s), hs))
+    }
+    val results = if (requests.isEmpty) Map.empty[Int, Option[Array[Long]]] else prober.probe(requests)
+    for (r <- requests) {
+      val matched = results.getOrElse(r.segmentIndex, None)
+      val slots = layout.slotToRg(r.segmentIndex)
+      var j = 0
+      while (j < r.segment.count) {
+        val rg = slots(j)
+        if (rg >= 0 && !c.onlyNulls(rg) && c.encoding(rg) >= 0 && hashes(c.encoding(rg)) != null &&
+            matched.forall(m => (m(j >>> 6) & (1L << j)) != 0)) out.set(rg)
+        j += 1
+      }
+    }
+    out
+  }
+}
+
+object SlicedProbe {
+  /** Probe segment `segmentIndex` with `hashes`. */
+  final case class Request(segmentIndex: Int, segment: Segment, hashes: Array[Long])
+
+  /**
+   * Answers requests with one bitmap per segment (bit j: slot j might hold one of the hashes), or None when
+   * the segment cannot be read or is damaged (all its slots might match). Implemented on the driver through
+   * [[IndexCache]], or as a Spark job when the runs would not fit the cache.
+   */
+  trait Prober { def probe(requests: Seq[Request]): Map[Int, Option[Array[Long]]] }
+
+  /** The probe of one segment from its runs: groups hashes by block, one run per block. */
+  def probeRuns(seg: Segment, hashes: Array[Long], fetch: Seq[Int] => Map[Int, Option[Array[Byte]]]): Option[Array[Long]] = {
+    val byBlock = hashes.groupBy(h => Kernel.blockIndex(h, seg.blocks))
+    val runs = fetch(byBlock.keys.toSeq.sorted)
+    val matched = new Array[Long]((seg.count + 63) >>> 6)
+    var ok = true
+    for ((b, bh) <- byBlock) runs.get(b).flatten match {
+      case Some(run) => bh.foreach(h => RunProbe.probeRun(run, 0, seg.count, h, matched))
+      case None => ok = false
+    }
+    if (ok) Some(matched) else None
+  }
+}

@@ -56,6 +56,16 @@ class FppBudgetSuite extends AnyFunSuite with LocalSpark {
       FppPolicy.MaxRowGroupFpp)
   }
 
+  test("block counts round up to {4..7}·2^k: at most 1.25× the exact size, never fewer blocks") {
+    for (b <- (1L to 5000L) ++ Seq(1L << 22, (1L << 22) - 1, 123456789L)) {
+      val g = IndexSizing.roundUpToGrid(b)
+      assert(g >= b && g <= math.max(b * 1.25, b + 0.0), s"$b -> $g")
+      val shift = math.max(0, 63 - java.lang.Long.numberOfLeadingZeros(g) - 2)
+      assert(g < 8 || ((g >>> shift) >= 4 && (g >>> shift) <= 7 && (g & ((1L << shift) - 1)) == 0), s"$b -> $g off the grid")
+    }
+    assert((1L to 1000000L).map(IndexSizing.roundUpToGrid).distinct.size < 4 * 20 + 8)
+  }
+
   test("filter sizes from the FPP grid always meet the row group's target") {
     for (p <- Seq(0.5, 0.3, 0.1, 0.0123, 1e-3, 3.3e-4, 1e-5, 2.2e-7); n <- Seq(1L, 37L, 1000L, 123457L)) {
       val bytes = IndexSizing.bytesFor(n, p)

@@ -185,15 +185,25 @@ object IndexBuilder {
 }
 
 /**
- * Filter size for a chunk of `ndv` distinct values: the smallest whole number of blocks whose FPP under
- * Putze's model meets the target (the spec allows any block count), rather than the next power of two,
- * which can double the size for nothing.
+ * Filter size for a chunk of `ndv` distinct values: the smallest block count whose FPP under Putze's model
+ * meets the target (the spec allows any block count), rounded up to the grid {4, 5, 6, 7}·2^k. The grid keeps a
+ * column's filters in at most four block counts per doubling of size, so a table's filters fall into few
+ * block-sliced groups (a probe reads one run per group and build task), for at most 1.25× the bytes of
+ * the exact size (the rounding only lowers the FPP: the budget holds).
  */
 object IndexSizing {
   def bytesFor(ndv: Long, fpp: Double): Int = {
     if (ndv <= 0) return Sbbf.MinBytes
-    val blocks = math.ceil(ndv * bitsPerValue(fpp) / 256.0)
-    math.min(math.max(blocks, 1.0) * 32, Sbbf.MaxBytes.toDouble).toInt
+    val blocks = math.max(1L, math.ceil(ndv * bitsPerValue(fpp) / 256.0).toLong)
+    math.min(roundUpToGrid(blocks) * 32, Sbbf.MaxBytes.toLong).toInt
+  }
+
+  /** The smallest m·2^k ≥ blocks with m in 4..7 (blocks below 8 are on the grid already). */
+  def roundUpToGrid(blocks: Long): Long = {
+    if (blocks < 8) return blocks
+    val shift = 63 - java.lang.Long.numberOfLeadingZeros(blocks) - 2 // keep the top three bits
+    val mantissa = (blocks + (1L << shift) - 1) >>> shift             // 4..8
+    mantissa << shift
   }
 
   // Every row group has an FPP of its own, so bits per value come from a grid of StepsPerDecade FPPs per

@@ -81,7 +81,8 @@ class FppBudgetSuite extends AnyFunSuite with LocalSpark {
     assert(d.falseReadsPerKey.contains(0.1) && d.fpp.isEmpty)
     val id = stats(d, "id")
     assert(id.rowGroups == Files_ && id.distinctValues == Files_ * RowsPerFile)
-    assert(id.expectedFalseReadsPerKey <= 0.1 && id.expectedFalseReadsPerKey > 0.05, id.toString)
+    // Rounding block counts up only lowers it; 1.25x the bits at most cannot make it drop below ~0.02.
+    assert(id.expectedFalseReadsPerKey <= 0.1 && id.expectedFalseReadsPerKey > 0.02, id.toString)
     val measured = measuredFalseReads(loaded(dir))
     assert(math.abs(measured - id.expectedFalseReadsPerKey) < 0.04, s"measured $measured, expected ${id.expectedFalseReadsPerKey}")
     // Lookups agree with the index off; an absent key reads (almost always) nothing.
@@ -100,7 +101,7 @@ class FppBudgetSuite extends AnyFunSuite with LocalSpark {
     writeTable(dir, Files_)
     val d = BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id")), Map("fpp" -> "0.01"), ifNotExists = false)
     val e = stats(d, "id").expectedFalseReadsPerKey
-    assert(e > 0.6 && e <= 1.0, s"$e") // 100 row groups at ≤ 1%
+    assert(e > 0.3 && e <= 1.0, s"$e") // 100 row groups at ≤ 1% (block counts rounded up)
     assert(math.abs(measuredFalseReads(loaded(dir)) - e) < 0.2)
     assert(d.policies == Seq("fpp=0.01 per row group"))
   }
@@ -120,9 +121,10 @@ class FppBudgetSuite extends AnyFunSuite with LocalSpark {
     assert(added.size == Files_ / 2)
     assert(bytesPerFile(added) > bytesPerFile(before), "new row groups get a smaller share of the budget each")
     val e = stats(inc, "id").expectedFalseReadsPerKey
-    assert(e > 0.1 && e < 0.2, s"$e: old row groups keep the share they had in a table half the size")
     val full = BloomIndexes.refresh(spark, TableRef.Path(dir), "ix", full = true)
-    assert(stats(full, "id").expectedFalseReadsPerKey <= 0.1)
+    val f = stats(full, "id").expectedFalseReadsPerKey
+    assert(f <= 0.1)
+    assert(e > f * 1.2 && e < 0.2, s"$e vs $f: old row groups keep the share they had in a table half the size")
     val o = compare(spark.read.parquet(dir).where(col("id").isin(10000000L, 3L, -5L)))
     assert(o.on == o.off && o.on.size == 2)
   }

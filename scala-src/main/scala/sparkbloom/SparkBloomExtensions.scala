@@ -17,9 +17,6 @@ class SparkBloomExtensions extends (SparkSessionExtensions => Unit) {
     // optimizer: push =, <=>, IN, IS NULL down to bloom indexes
     ext.injectOptimizerRule(session => new optimizer.BloomSkippingRule(session))
 
-    // planner: SQL metrics (files / row groups skipped, index bytes read, probe time) above pruned scans
-    ext.injectQueryPostPlannerStrategyRule(session => new scan.BloomScanMetricsRule(session))
-
     // functions: sbbf_hash, sbbf_num_bytes, sbbf_agg, sbbf_might_contain
     functions.BloomFunctions.all.foreach(ext.injectFunction)
   }

@@ -87,7 +87,7 @@ object SlicedProbe {
     val matched = new Array[Long]((seg.count + 63) >>> 6)
     var ok = true
     for ((b, bh) <- byBlock) runs.get(b).flatten match {
-      case Some(run) => bh.foreach(h => RunProbe.probeRun(run, 0, seg.count, h, matched))
+      case Some(run) => bh.foreach(h => RunProbe.default.probeRun(run, 0, seg.count, h, matched))
       case None => ok = false
     }
     if (ok) Some(matched) else None

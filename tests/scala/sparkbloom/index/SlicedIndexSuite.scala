@@ -1,0 +1,79 @@
+package sparkbloom.index
+
+import org.apache.spark.sql.functions._
+import org.scalatest.funsuite.AnyFunSuite
+
+import sparkbloom.index.sliced.IndexCache
+import sparkbloom.testing.LocalSpark
+
+/**
+ * The block-sliced index (issue 10): what a lookup reads, the cache bound and the distributed probe, and REFRESH reusing the previous version's segments. Every answer is compared
+ * with the index switched off.
+ */
+class SlicedIndexSuite extends AnyFunSuite with LocalSpark {
+  private lazy val table: String = {
+    val dir = tempDir("sliced") + "/t"
+    spark.range(0, 40000, 1, 40).select(col("id"), concat(lit("u-"), col("id")).as("s")).write.parquet(dir)
+    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id"), ColumnSpec("s")), Map.empty, ifNotExists = false)
+    dir
+  }
+  private def version(dir: String): IndexVersion = {
+    val conf = spark.sessionState.newHadoopConf()
+    val idx = BloomIndexes.indexDir(spark, TableResolver.resolve(spark, TableRef.Path(dir)), "ix")
+    val fs = idx.getFileSystem(conf)
+    IndexStore.load(fs, conf, idx, IndexStore.latestMeta(fs, idx)._1.get)
+  }
+
+  test("a point lookup reads one run per segment of the column, and nothing once the runs are cached") {
+    IndexCache.clear()
+    val segs = version(table).layout.segments.filter(_.column == "id")
+    IndexCache.clear()
+    val cold = compare(spark.read.parquet(table).where(col("id") === 12345L))
+    assert(cold.on == cold.off && cold.on.size == 1 && cold.filesRead == 1)
+    assert(cold.skipping.head.indexBytesRead == segs.map(_.runBytes.toLong).sum, s"${cold.skipping.head} vs ${segs.toSeq}")
+    assert(cold.skipping.head.indexBytesRead <= 32L * 40 * 1, "32 bytes per row group and value")
+    val warm = compare(spark.read.parquet(table).where(col("id") === 12345L))
+    assert(warm.on == warm.off && warm.skipping.head.indexBytesRead == 0)
+  }
+
+  test("an IN list reads at most one run per value and segment and keeps exactly the files holding the keys") {
+    IndexCache.clear()
+    val keys = (0 until 25).map(i => i * 1601L)
+    val o = compare(spark.read.parquet(table).where(col("id").isin(keys: _*) || col("s") === "u-39999"))
+    assert(o.on == o.off && o.on.size == 26)
+    val holding = o.off.map(_.getLong(0) / 1000).distinct.size
+    assert(o.skipping.head.filesKept >= holding && o.skipping.head.filesKept <= holding + 1, o.skipping.head)
+  }
+
+  test("a lookup whose runs do not fit spark.sparkbloom.cache.maxBytes is probed by a Spark job, with the same answer") {
+    val local = compare(spark.read.parquet(table).where(col("s").isin("u-5", "u-20001", "nope")))
+    spark.conf.set("spark.sparkbloom.cache.maxBytes", "64")
+    try {
+      IndexCache.clear()
+      val o = compare(spark.read.parquet(table).where(col("s").isin("u-5", "u-20001", "nope")))
+      assert(o.on == o.off && o.on.size == 2)
+      assert(o.skipping.head.distributedProbe, o.skipping.head)
+      assert(o.skipping.head.filesKept == local.skipping.head.filesKept)
+      assert(IndexCache.usedBytes <= 64)
+    } finally { spark.conf.unset("spark.sparkbloom.cache.maxBytes"); IndexCache.clear() }
+    assert(!local.skipping.head.distributedProbe)
+  }
+
+  test("REFRESH INCREMENTAL writes segments only for new files and keeps reading the old ones") {
+    val dir = tempDir("inc") + "/t"
+    spark.range(0, 2000, 1, 4).select(col("id"), concat(lit("u-"), col("id")).as("s")).write.parquet(dir)
+    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id")), Map.empty, ifNotExists = false)
+    val v1 = version(dir)
+    spark.range(9000, 9500, 1, 1).select(col("id"), concat(lit("u-"), col("id")).as("s")).write.mode("append").parquet(dir)
+    BloomIndexes.refresh(spark, TableRef.Path(dir), "ix", full = false)
+    val v2 = version(dir)
+    assert(v1.layout.segments.map(_.file).toSet.subsetOf(v2.layout.segments.map(_.file).toSet))
+    assert(v2.layout.segments.exists(_.file.startsWith(v2.meta.dataDir + "/")))
+    assert(v2.meta.referencedDirs.get.toSet == Set(v1.meta.dataDir, v2.meta.dataDir))
+    for (k <- Seq(5L, 1999L, 9001L, 9499L, 7000L)) {
+      val o = compare(spark.read.parquet(dir).where(col("id") === k))
+      assert(o.on == o.off, s"key $k")
+      assert(o.filesRead <= (if (o.on.isEmpty) 1 else 2), s"key $k read ${o.filesRead} files")
+    }
+  }
+}

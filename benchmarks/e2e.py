@@ -411,8 +411,8 @@ def run_variant(spark, args, name, base, files, rows_per_rg, rgs_per_file, rng, 
     res["absent_20_files_read"] = absent_files
     in100 = dict(queries(total, random.Random(args.seed)))["in_100"]
     spark.conf.set("spark.sparkbloom.enabled", "false")
-    res["in_100_files_holding_keys"] = spark.sql(
-        "SELECT count(DISTINCT input_file_name()) AS n FROM (" + in100.format(t=f"parquet.`{pa}`") + ")").first()["n"]
+    res["in_100_files_holding_keys"] = len({r[0] for r in spark.sql(in100.format(t=f"parquet.`{pa}`"))
+                                            .selectExpr("input_file_name()").collect()})
     spark.conf.set("spark.sparkbloom.enabled", "true")
     res["index_describe"] = {k: v for k, v in da.items() if k in (
         "Sizing", "Expected False Reads Per Key", "Bytes Per Value", "Max Bits Per Value", "False Reads Per Key", "FPP")}

@@ -12,9 +12,11 @@ CREATE TABLE sparkbloom_quickstart USING parquet AS
 SELECT (id * 7919) % 200000 AS user_id, concat('session-', id) AS session, id % 7 AS kind
 FROM range(0, 200000, 1, 20);
 
+-- false_reads_per_key = 0.1 is the default: ~0.1 row groups read in error per looked-up value, whatever
+-- the table size; a column can instead fix its fpp per row group.
 CREATE BLOOM INDEX IF NOT EXISTS quickstart_keys
 ON sparkbloom_quickstart (user_id, session OPTIONS (fpp = 0.01))
-OPTIONS (false_reads_per_key = 0.1);  -- the default: ~0.1 row groups read in error per looked-up value
+OPTIONS (false_reads_per_key = 0.1);
 
 SHOW BLOOM INDEXES ON sparkbloom_quickstart;
 

@@ -35,6 +35,12 @@ class ScanSkipping:
     row_groups_kept: int
     files_not_covered: int
     """Files read because the index does not cover them (new or changed since it was built)."""
+    index_bytes_read: int = 0
+    """Bytes of filter runs read from storage for this lookup (0 when the driver's cache had them)."""
+    probe_time_ms: float = 0.0
+    """Planning time spent probing the indexes and deciding what to read."""
+    distributed_probe: bool = False
+    """True when the runs did not fit ``spark.sparkbloom.cache.maxBytes`` and were probed by a Spark job."""
 
     @property
     def files_skipped(self) -> int:

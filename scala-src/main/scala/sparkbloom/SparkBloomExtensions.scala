@@ -17,6 +17,9 @@ class SparkBloomExtensions extends (SparkSessionExtensions => Unit) {
     // optimizer: push =, <=>, IN, IS NULL down to bloom indexes
     ext.injectOptimizerRule(session => new optimizer.BloomSkippingRule(session))
 
+    // physical plan: SQL metrics (files / row groups skipped, index bytes read, probe time) over pruned scans
+    ext.injectColumnar(session => new scan.BloomScanMetricsRule(session))
+
     // functions: sbbf_hash, sbbf_num_bytes, sbbf_agg, sbbf_might_contain
     functions.BloomFunctions.all.foreach(ext.injectFunction)
   }

@@ -137,7 +137,10 @@ object PythonApi {
     "files_kept" -> s.filesKept,
     "row_groups_total" -> s.rowGroupsTotal,
     "row_groups_kept" -> s.rowGroupsKept,
-    "files_not_covered" -> s.filesNotCovered)
+    "files_not_covered" -> s.filesNotCovered,
+    "index_bytes_read" -> s.indexBytesRead,
+    "probe_time_ms" -> s.probeTimeNs / 1e6,
+    "distributed_probe" -> s.distributedProbe)
 
   private object Scans extends AdaptiveSparkPlanHelper {
     def of(plan: SparkPlan): Seq[java.util.Map[String, AnyRef]] = collect(plan) {

@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Scale benchmark (issue 10): planning cost of a bloom lookup as the index grows to 10^6 row groups.
+
+For N row groups it writes a real index in the real format (format 2, with sparkbloom's own writer:
+segments, layout.bin, commit) over a *simulated* table: the data files are named in the index but not on
+disk (a probe reads 32 bytes per row group whatever the data, so a small distinct count per row group keeps
+10^6 row groups on this disk). It then measures, in a fresh JVM, the planning code of a lookup exactly as
+the rule runs it (newest commit, layout load, block-sliced probe, and BloomSkippingFileIndex.listFiles over
+a simulated listing of those files; Spark's own listing of the files is NOT part of the figures):
+
+  point_cold_ms     point lookup, sparkbloom's cache empty (the OS page cache may hold the index files)
+  point_warm_ms     point lookup, runs and layout cached (median)
+  in100_warm_ms     IN of 100 present keys (median)
+  index_bytes_read_point   bytes of filter runs a cold point lookup reads
+  driver_heap_retained_mb  heap the driver holds after the lookups (GC'd, minus the listing)
+
+With --whole, the same index is also measured the way sparkbloom worked before block slicing (every
+filter loaded into the driver and probed one by one), in another fresh JVM.
+
+Usage (repository root, after `dev/sbt bundle`):
+  .venv/bin/python benchmarks/scale.py --row-groups 100000 --json
+  .venv/bin/python benchmarks/scale.py --sweep 10000,100000,1000000 --whole --plot   # docs/img/scale-*.png
+"""
+import argparse
+import glob
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def parse_args(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--row-groups", type=int, default=100000, help="N, row groups of the simulated table")
+    p.add_argument("--columns", type=int, default=1, help="indexed columns (the lookups use the first)")
+    p.add_argument("--row-groups-per-file", type=int, default=1, help="row groups per simulated file (default 1)")
+    p.add_argument("--values-per-row-group", type=int, default=32, help="distinct keys per row group (default 32)")
+    p.add_argument("--tasks", type=int, default=200, help="build tasks simulated (each writes its own segments)")
+    p.add_argument("--false-reads-per-key", type=float, default=0.1)
+    p.add_argument("--max-bits-per-value", type=float, default=32.0)
+    p.add_argument("--repeats", type=int, default=20)
+    p.add_argument("--cache-max-bytes", default="256m")
+    p.add_argument("--driver-memory", default="6g")
+    p.add_argument("--data-dir", default="/tmp/sparkbloom-scale")
+    p.add_argument("--rewrite", action="store_true", help="rewrite the index even if it exists")
+    p.add_argument("--whole", action="store_true", help="also measure the whole-index-loaded design")
+    p.add_argument("--sweep", help="comma-separated N values; prints one JSON object per N")
+    p.add_argument("--plot", action="store_true", help="with --sweep: write log-log plots to docs/img/")
+    p.add_argument("--out", help="with --sweep: write all results to this JSON file")
+    p.add_argument("--json", action="store_true", help="print only the JSON object")
+    p.add_argument("--phase", choices=["write", "measure", "whole"], help=argparse.SUPPRESS)
+    p.add_argument("--jars-dir", default=os.path.join(ROOT, "target", "bundle"))
+    return p.parse_args(argv)
+
+
+def jvm_flags():
+    with open(os.path.join(ROOT, "project", "jvm-flags.txt")) as f:
+        return " ".join(l.strip() for l in f if l.strip() and not l.strip().startswith("#"))
+
+
+def make_session(args):
+    from pyspark.sql import SparkSession
+    jars = sorted(glob.glob(os.path.join(args.jars_dir, "*.jar")))
+    if not any(os.path.basename(j) == "sparkbloom.jar" for j in jars):
+        sys.exit(f"no sparkbloom.jar in {args.jars_dir}: run `dev/sbt bundle` first")
+    spark = (SparkSession.builder.master("local[2]").appName("sparkbloom-scale")
+             .config("spark.jars", ",".join(jars))
+             .config("spark.sql.extensions", "sparkbloom.SparkBloomExtensions")
+             .config("spark.driver.extraJavaOptions", jvm_flags())
+             .config("spark.driver.memory", args.driver_memory)
+             .config("spark.ui.enabled", "false")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def index_dir(args, n):
+    return os.path.join(args.data_dir, f"n{n}-c{args.columns}-r{args.row_groups_per_file}-v{args.values_per_row_group}")
+
+
+def run_phase(args, n):
+    """One phase in this process (a fresh JVM): prints its JSON object on the last line."""
+    spark = make_session(args)
+    bench = spark._jvm.sparkbloom.tools.ScaleBench
+    d = index_dir(args, n)
+    if args.phase == "write":
+        files = -(-n // args.row_groups_per_file)
+        out = bench.write(spark._jsparkSession, d, n, args.columns, args.row_groups_per_file, args.values_per_row_group,
+                          min(args.tasks, files), args.false_reads_per_key, args.max_bits_per_value)
+    elif args.phase == "measure":
+        cache = spark._jvm.org.apache.spark.network.util.JavaUtils.byteStringAsBytes(args.cache_max_bytes)
+        out = bench.measure(spark._jsparkSession, d, args.values_per_row_group, args.repeats, cache)
+    else:
+        out = bench.measureWhole(spark._jsparkSession, d, args.values_per_row_group, args.repeats)
+    spark.stop()
+    print(out)
+
+
+def phase(args, n, name):
+    cmd = [sys.executable, os.path.abspath(__file__), "--phase", name, "--row-groups", str(n)]
+    for k in ("columns", "row_groups_per_file", "values_per_row_group", "tasks", "false_reads_per_key",
+              "max_bits_per_value", "repeats", "cache_max_bytes", "driver_memory", "data_dir", "jars_dir"):
+        cmd += ["--" + k.replace("_", "-"), str(getattr(args, k))]
+    t = time.time()
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.stderr.write(r.stderr[-4000:])
+        sys.exit(f"scale.py: phase {name} failed for N={n}")
+    obj = json.loads([l for l in r.stdout.splitlines() if l.startswith("{")][-1])
+    obj["phase_seconds"] = round(time.time() - t, 1)
+    return obj
+
+
+def one(args, n):
+    d = index_dir(args, n)
+    written = None
+    if args.rewrite or not os.path.exists(os.path.join(d, "t", "_sparkbloom", "ix", "_commits", "1.json")):
+        written = phase(args, n, "write")
+    result = phase(args, n, "measure")
+    result["written"] = written
+    result["index_dir"] = d
+    if args.whole:
+        result["whole"] = phase(args, n, "whole")
+    try:
+        result["load_average"] = os.getloadavg()[0]
+    except OSError:
+        pass
+    return result
+
+
+def plot(results, img_dir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    ns = [r["row_groups"] for r in results]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
+    panels = [("point_warm_ms", "point lookup, warm (ms)"), ("point_cold_ms", "point lookup, cold (ms)"),
+              ("driver_heap_retained_mb", "driver heap retained (MB)")]
+    for ax, (key, title) in zip(axes, panels):
+        ax.loglog(ns, [max(r[key], 1e-3) for r in results], "o-", label="block-sliced (now)")
+        if all("whole" in r for r in results):
+            ax.loglog(ns, [max(r["whole"][key], 1e-3) for r in results], "s--", label="whole index loaded (before)")
+        ax.set_xlabel("row groups N")
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    axes[0].axhline(50, color="red", lw=0.8, ls=":")
+    axes[1].axhline(500, color="red", lw=0.8, ls=":")
+    axes[2].axhline(200, color="red", lw=0.8, ls=":")
+    fig.suptitle("sparkbloom planning cost vs index size (goals at N=10^6 dotted)")
+    fig.tight_layout()
+    os.makedirs(img_dir, exist_ok=True)
+    path = os.path.join(img_dir, "scale-planning.png")
+    fig.savefig(path, dpi=110)
+    fig2, ax = plt.subplots(figsize=(6, 4.5))
+    ax.loglog(ns, [r["index_bytes_read_point"] for r in results], "o-", label="block-sliced: bytes read (cold point)")
+    if all("whole" in r for r in results):
+        ax.loglog(ns, [r["whole"]["index_bytes_read_point"] for r in results], "s--", label="whole index loaded")
+    ax.loglog(ns, [40 * n for n in ns], ":", color="red", label="goal 40·N")
+    ax.set_xlabel("row groups N"); ax.set_ylabel("bytes"); ax.grid(True, which="both", alpha=0.3); ax.legend()
+    fig2.tight_layout()
+    path2 = os.path.join(img_dir, "scale-bytes.png")
+    fig2.savefig(path2, dpi=110)
+    return [path, path2]
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    if args.phase:
+        return run_phase(args, args.row_groups)
+    ns = [int(x) for x in args.sweep.split(",")] if args.sweep else [args.row_groups]
+    results = []
+    for n in ns:
+        r = one(args, n)
+        results.append(r)
+        print(json.dumps(r) if args.json or args.sweep else json.dumps(r, indent=2), flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(results, f, indent=2)
+    if args.plot and results:
+        for p in plot(results, os.path.join(ROOT, "docs", "img")):
+            print("wrote", p, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

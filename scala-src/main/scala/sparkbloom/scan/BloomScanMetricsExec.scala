@@ -1,0 +1,82 @@
+package sparkbloom.scan
+
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{Attribute, SortOrder}
+import org.apache.spark.sql.catalyst.plans.physical.Partitioning
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.execution.{ColumnarRule, FileSourceScanExec, SQLExecution, SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+import org.apache.spark.sql.vectorized.ColumnarBatch
+
+/**
+ * What bloom indexes did for one file scan, as SQL metrics in the Spark UI (SQL tab) and in the executed
+ * plan: files and row groups skipped, index bytes read, probe time. Spark's scan node has a fixed set of
+ * metrics, so this node sits directly above it and hands its rows or batches through untouched (no copy,
+ * no per-row work); the figures are those of the scan's [[BloomSkippingFileIndex]] once the scan has listed
+ * its files (planning work on the driver), posted as driver-side metrics the way Spark's scan posts its own.
+ */
+case class BloomScanMetricsExec(child: SparkPlan) extends UnaryExecNode {
+  override def output: Seq[Attribute] = child.output
+  override def outputPartitioning: Partitioning = child.outputPartitioning
+  override def outputOrdering: Seq[SortOrder] = child.outputOrdering
+  override def supportsColumnar: Boolean = child.supportsColumnar
+  override def vectorTypes: Option[Seq[String]] = child.vectorTypes
+  override def nodeName: String = "BloomIndexSkipping"
+
+  private def index: Option[BloomSkippingFileIndex] = child match {
+    case s: FileSourceScanExec => s.relation.location match {
+      case b: BloomSkippingFileIndex => Some(b)
+      case _ => None
+    }
+    case _ => None
+  }
+
+  override def simpleString(maxFields: Int): String =
+    s"$nodeName ${index.map(i => s"[${i.indexNames}] [${i.predicateSql}]").getOrElse("")}"
+
+  override lazy val metrics: Map[String, SQLMetric] = Map(
+    "filesSkipped" -> SQLMetrics.createMetric(sparkContext, "files skipped by bloom indexes"),
+    "rowGroupsSkipped" -> SQLMetrics.createMetric(sparkContext, "row groups skipped by bloom indexes"),
+    "filesNotCovered" -> SQLMetrics.createMetric(sparkContext, "files not covered by bloom indexes"),
+    "indexBytesRead" -> SQLMetrics.createSizeMetric(sparkContext, "bloom index bytes read"),
+    "probeTime" -> SQLMetrics.createTimingMetric(sparkContext, "bloom index probe time"))
+
+  override protected def doExecute(): RDD[InternalRow] = { val rdd = child.execute(); report(); rdd }
+  override protected def doExecuteColumnar(): RDD[ColumnarBatch] = { val rdd = child.executeColumnar(); report(); rdd }
+
+  /** Called once the scan has made its RDD, i.e. listed (and pruned) its files. */
+  private def report(): Unit = index.flatMap(_.lastSkipping).foreach { k =>
+    metrics("filesSkipped").set(k.filesTotal - k.filesKept)
+    metrics("rowGroupsSkipped").set(k.rowGroupsTotal - k.rowGroupsKept)
+    metrics("filesNotCovered").set(k.filesNotCovered)
+    metrics("indexBytesRead").set(k.indexBytesRead)
+    metrics("probeTime").set(k.probeTimeNs / 1000000L)
+    val executionId = sparkContext.getLocalProperty(SQLExecution.EXECUTION_ID_KEY)
+    SQLMetrics.postDriverMetricUpdates(sparkContext, executionId, metrics.values.toSeq)
+  }
+
+  override protected def withNewChildInternal(newChild: SparkPlan): BloomScanMetricsExec = copy(child = newChild)
+}
+
+/**
+ * Puts a [[BloomScanMetricsExec]] over every file scan a bloom index prunes. It runs as a columnar rule
+ * (before Spark inserts row/columnar transitions), because those run for every physical plan, with or
+ * without adaptive execution (`injectQueryPostPlannerStrategyRule` only runs under AQE, which a plain
+ * `SELECT ... WHERE` without an exchange never uses). Idempotent: AQE applies it once per query stage.
+ */
+class BloomScanMetricsRule(session: SparkSession) extends ColumnarRule {
+  override def preColumnarTransitions: Rule[SparkPlan] = new Rule[SparkPlan] {
+    override def apply(plan: SparkPlan): SparkPlan = wrap(plan)
+  }
+
+  private def wrap(p: SparkPlan): SparkPlan = p match {
+    case m: BloomScanMetricsExec => m
+    case s: FileSourceScanExec if s.relation.location.isInstanceOf[BloomSkippingFileIndex] => BloomScanMetricsExec(s)
+    case other if other.children.isEmpty => other
+    case other =>
+      val kids = other.children.map(wrap)
+      if (kids.zip(other.children).forall { case (a, b) => a eq b }) other else other.withNewChildren(kids)
+  }
+}

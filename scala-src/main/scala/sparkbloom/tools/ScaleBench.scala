@@ -1,0 +1,247 @@
+package sparkbloom.tools
+
+import java.lang.management.ManagementFactory
+
+import scala.collection.mutable
+
+import org.apache.hadoop.fs.{FileStatus, Path}
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.execution.datasources.{FileIndex, FileStatusWithMetadata, PartitionDirectory}
+import org.apache.spark.sql.types.{LongType, StructType}
+
+import sparkbloom.hash.{ColumnEncoding, PlainHash}
+import sparkbloom.index._
+import sparkbloom.index.sliced._
+import sparkbloom.optimizer.BloomPredicate
+import sparkbloom.scan.{BloomSkippingFileIndex, RowGroupSelection}
+import sparkbloom.sbbf.Sbbf
+
+/**
+ * The scale benchmark behind `benchmarks/scale.py` (issue 10). [[write]] writes a real index in the real
+ * format (format 2: segments through [[SegmentWriter]], `layout.bin` through [[LayoutAssembler]] and
+ * [[IndexStore]], a real commit) for a table of N row groups whose data files are simulated: they are
+ * named in the index but not on disk, which is what lets 10^6 row groups fit here (a probe reads 32 bytes
+ * per row group whatever the data). [[measure]] then runs the planning code of a lookup: the rule's part
+ * (newest commit, [[IndexStore.load]]) and [[BloomSkippingFileIndex.listFiles]] over a simulated listing of
+ * those files (Spark's own listing is not part of the figure). [[measureWhole]] measures the design before
+ * block slicing: every filter loaded into the driver and probed one by one.
+ */
+object ScaleBench {
+  /** Keys of column c in row group rg: c·10^12 + rg·V + j, j < V (distinct everywhere). */
+  def key(c: Int, rg: Long, j: Int, valuesPerRg: Int): Long = c * 1000000000000L + rg * valuesPerRg + j
+
+  def columnName(c: Int): String = s"k$c"
+
+  def tableRoot(dir: String): Path = new Path(new Path(dir).toUri.toString + "/t")
+
+  /** Writes version 1 of index `ix` over N simulated row groups; returns a JSON object of what was written. */
+  def write(spark: SparkSession, dir: String, rowGroups: Int, columns: Int, rgPerFile: Int, valuesPerRg: Int,
+            tasks: Int, falseReadsPerKey: Double, maxBitsPerValue: Double): String = {
+    val t0 = System.nanoTime()
+    val conf = spark.sessionState.newHadoopConf()
+    val root = tableRoot(dir)
+    val fs = root.getFileSystem(conf)
+    val qualified = fs.makeQualified(root)
+    val indexDir = new Path(IndexStore.indexesDir(qualified, None), "ix")
+    if (fs.exists(indexDir)) fs.delete(indexDir, true)
+    val dataDirName = "v1-simulated"
+    fs.mkdirs(new Path(indexDir, dataDirName))
+    val numFiles = (rowGroups + rgPerFile - 1) / rgPerFile
+    val cols = (0 until columns).map(c => IndexedColumn(columnName(c), "BIGINT", None, None, Some(falseReadsPerKey)))
+    val sizer = FilterSizer(cols.map(c => c.name -> (c.policy: FppPolicy)).toMap,
+      cols.map(c => c.name -> rowGroups.toLong * valuesPerRg).toMap, maxBitsPerValue)
+    val rgBytes = 1L << 20
+    val entries = mutable.ArrayBuffer[EntryMeta]()
+    val segments = mutable.ArrayBuffer[Segment]()
+    val filesPerTask = (numFiles + tasks - 1) / tasks
+    var filterBytes = 0L
+    for (task <- 0 until tasks) {
+      val writer = new SegmentWriter(fs, indexDir, dataDirName, task)
+      for (f <- task * filesPerTask until math.min(numFiles, (task + 1) * filesPerTask)) {
+        val path = new Path(qualified, f"part-$f%07d.parquet").toString
+        val rgs = math.min(rgPerFile, rowGroups - f * rgPerFile)
+        for (r <- 0 until rgs; c <- 0 until columns) {
+          val rg = f.toLong * rgPerFile + r
+          val fpp = sizer.targetFpp(columnName(c), valuesPerRg, valuesPerRg, valuesPerRg.toLong * rgs)
+          val filter = Sbbf.empty(IndexSizing.bytesFor(valuesPerRg, fpp))
+          var j = 0
+          while (j < valuesPerRg) { filter.insert(PlainHash.int64(key(c, rg, j, valuesPerRg))); j += 1 }
+          val bytes = filter.toBytes
+          filterBytes += bytes.length
+          val (segment, slot) = writer.add(columnName(c), c, bytes)
+          entries += EntryMeta(path, rgs * rgBytes + 1024, 1700000000000L + f, r, 4L + r * rgBytes, 4L + (r + 1) * rgBytes,
+            valuesPerRg, columnName(c), "INT64", "", 0, false, false, valuesPerRg, valuesPerRg, "scan",
+            filter.observedFpp.toFloat, segment, slot)
+        }
+      }
+      segments ++= writer.close()
+    }
+    val layout = LayoutAssembler.assemble(cols.map(_.name), None, entries.toSeq, segments.toSeq)
+    entries.clear()
+    IndexStore.writeLayout(fs, indexDir, dataDirName, layout)
+    val stats = layout.columns.toSeq.map(c => ColumnStats.ofLayout(layout, c, maxBitsPerValue))
+    IndexStore.commit(fs, conf, indexDir, IndexMeta("ix", s"parquet.`$qualified`", qualified.toString, cols, None, None, 1L,
+      System.currentTimeMillis(), dataDirName, layout.numFiles, layout.numRowGroups, layout.numRowGroups.toLong * columns,
+      0L, layout.numRowGroups.toLong * columns, filterBytes, Some(falseReadsPerKey), None, Some(maxBitsPerValue), Some(stats),
+      Some(2), Some(Seq(dataDirName))))
+    val layoutBytes = fs.getFileStatus(new Path(new Path(indexDir, dataDirName), IndexStore.LayoutFile)).getLen
+    Json.obj(
+      "row_groups" -> rowGroups, "files" -> numFiles, "columns" -> columns, "values_per_row_group" -> valuesPerRg,
+      "build_tasks" -> tasks, "segments" -> layout.segments.length,
+      "blocks_per_filter" -> layout.segments.map(_.blocks).distinct.sorted.mkString(","),
+      "filter_bytes" -> filterBytes, "layout_bytes" -> layoutBytes,
+      "expected_false_reads_per_key" -> stats.map(_.expectedFalseReadsPerKey).sum / columns,
+      "write_seconds" -> (System.nanoTime() - t0) / 1e9)
+  }
+
+  /** A listing of the simulated files, as Spark's own file index would return it (built outside the timing). */
+  final class SimulatedListing(files: Array[FileStatusWithMetadata], root: Path) extends FileIndex {
+    override def rootPaths: Seq[Path] = Seq(root)
+    override def listFiles(p: Seq[Expression], d: Seq[Expression]): Seq[PartitionDirectory] =
+      Seq(PartitionDirectory(InternalRow.empty, files.toSeq))
+    override def inputFiles: Array[String] = files.map(_.getPath.toString)
+    override def refresh(): Unit = ()
+    override def sizeInBytes: Long = files.iterator.map(_.getLen).sum
+    override def partitionSchema: StructType = new StructType()
+  }
+
+  private def usedHeapAfterGc(): Long = {
+    val mem = ManagementFactory.getMemoryMXBean
+    var i = 0
+    while (i < 4) { System.gc(); Thread.sleep(100); i += 1 }
+    mem.getHeapMemoryUsage.getUsed
+  }
+
+  private def percentile(xs: Seq[Double], q: Double): Double = { val s = xs.sorted; s(math.min(s.size - 1, (q * s.size).toInt)) }
+
+  /**
+   * Planning of a point lookup and an IN-100 over the index written by [[write]]: cold (sparkbloom's cache
+   * empty) and warm, index bytes read, and the driver heap the cache retains afterwards.
+   */
+  def measure(spark: SparkSession, dir: String, valuesPerRg: Int, repeats: Int, cacheMaxBytes: Long): String = {
+    val conf = spark.sessionState.newHadoopConf()
+    val root = tableRoot(dir)
+    val fs = root.getFileSystem(conf)
+    val qualified = fs.makeQualified(root)
+    val indexDir = new Path(IndexStore.indexesDir(qualified, None), "ix")
+    IndexCache.setMaxBytes(cacheMaxBytes)
+    IndexCache.clear()
+    // The simulated listing: what Spark's InMemoryFileIndex would hold anyway (not counted as ours).
+    val meta0 = IndexStore.latestMeta(fs, indexDir)._1.get
+    val layout0 = IndexStore.load(fs, conf, indexDir, meta0).layout
+    val numRowGroups = layout0.numRowGroups
+    val listing = layout0.paths.indices.map(f => FileStatusWithMetadata(
+      new FileStatus(layout0.sizes(f), false, 1, 1L << 27, layout0.mtimes(f), new Path(layout0.paths(f))))).toArray
+    val rgPerFile = layout0.firstRg(1) - layout0.firstRg(0)
+    IndexCache.clear()
+    val listed = new SimulatedListing(listing, qualified)
+    val baseline = usedHeapAfterGc()
+    val rnd = new scala.util.Random(42)
+    def present(): Long = key(0, (rnd.nextDouble() * numRowGroups).toLong, rnd.nextInt(valuesPerRg), valuesPerRg)
+    def absent(): Long = -1L - rnd.nextInt(Int.MaxValue)
+
+    /** One lookup's planning, as the rule and the file index do it; returns (ms, files kept, bytes read). */
+    def plan(values: Seq[Long]): (Double, Long, Long) = {
+      val t = System.nanoTime()
+      val meta = IndexStore.latestMeta(fs, indexDir)._1.get
+      val v = IndexStore.load(fs, conf, indexDir, meta)
+      val pred = BloomPredicate.In(columnName(0), LongType, values)
+      val index = new BloomSkippingFileIndex(spark, listed, Seq(v -> pred), new RowGroupSelection(true), "scale")
+      val kept = index.listFiles(Nil, Nil).map(_.files.size.toLong).sum
+      val ms = (System.nanoTime() - t) / 1e6
+      (ms, kept, index.lastSkipping.get.indexBytesRead)
+    }
+
+    // Cold: nothing of this index in sparkbloom's cache (the OS page cache may hold the files: see the report).
+    val (pointCold, coldKept, coldBytes) = plan(Seq(present()))
+    val colds = (1 until math.max(2, repeats / 4)).map { _ => IndexCache.clear(); plan(Seq(present()))._1 }
+    IndexCache.clear()
+    plan(Seq(present())) // layout loaded
+    val warmPoint = (0 until repeats).map { _ => val k = present(); plan(Seq(k)); plan(Seq(k)) }
+    val pointWarm = warmPoint.map(_._1)
+    val absentWarm = (0 until repeats).map { _ => val k = absent(); plan(Seq(k)); plan(Seq(k)) }
+    val inKeys = Seq.fill(100)(present())
+    plan(inKeys)
+    val in100 = (0 until repeats).map(_ => plan(inKeys))
+    val retained = usedHeapAfterGc() - baseline
+    Json.obj(
+      "row_groups" -> numRowGroups, "files" -> listing.length, "row_groups_per_file" -> rgPerFile,
+      "segments" -> layout0.segments.length, "cache_max_bytes" -> cacheMaxBytes,
+      "point_cold_ms" -> pointCold, "point_cold_ms_median" -> percentile(colds :+ pointCold, 0.5),
+      "point_warm_ms" -> percentile(pointWarm, 0.5), "point_warm_ms_p90" -> percentile(pointWarm, 0.9),
+      "absent_warm_ms" -> percentile(absentWarm.map(_._1), 0.5),
+      "absent_files_kept_median" -> percentile(absentWarm.map(_._2.toDouble), 0.5),
+      "point_files_kept_median" -> percentile(warmPoint.map(_._2.toDouble), 0.5),
+      "in100_warm_ms" -> percentile(in100.map(_._1), 0.5), "in100_files_kept" -> in100.head._2,
+      "index_bytes_read_point" -> coldBytes, "index_bytes_read_point_per_row_group" -> coldBytes.toDouble / numRowGroups,
+      "point_cold_files_kept" -> coldKept,
+      "driver_heap_retained_mb" -> retained / 1e6, "cache_used_mb" -> IndexCache.usedBytes / 1e6,
+      "design" -> "block-sliced")
+  }
+
+  /**
+   * The design before block slicing, on the same index: every filter read and held in the driver, then probed
+   * one by one (cold = load + probe; warm = probe). Same JSON fields as [[measure]] where they apply.
+   */
+  def measureWhole(spark: SparkSession, dir: String, valuesPerRg: Int, repeats: Int): String = {
+    val conf = spark.sessionState.newHadoopConf()
+    val root = tableRoot(dir)
+    val fs = root.getFileSystem(conf)
+    val indexDir = new Path(IndexStore.indexesDir(fs.makeQualified(root), None), "ix")
+    IndexCache.clear()
+    val baseline = usedHeapAfterGc()
+    val t = System.nanoTime()
+    val v = IndexStore.load(fs, conf, indexDir, IndexStore.latestMeta(fs, indexDir)._1.get)
+    val l = v.layout
+    val c = l.column(columnName(0)).get
+    // Load: every segment whole, de-sliced into one Sbbf per row group (the format-1 way).
+    var bytesRead = 0L
+    val filters = new Array[Sbbf](l.numRowGroups)
+    for ((s, si) <- l.segments.zipWithIndex if s.column == c.name) {
+      val in = fs.open(new Path(indexDir, s.file))
+      val buf = try { val b = new Array[Byte](s.fileLength.toInt); in.readFully(0, b); b } finally in.close()
+      bytesRead += buf.length
+      val bitsets = Array.fill(s.count)(new Array[Byte](s.blocks * 32))
+      var b = 0
+      while (b < s.blocks) {
+        var j = 0
+        while (j < s.count) { System.arraycopy(buf, (s.runOffset(b) + 32L * j).toInt, bitsets(j), b * 32, 32); j += 1 }
+        b += 1
+      }
+      l.slotToRg(si).zipWithIndex.foreach { case (rg, slot) => if (rg >= 0) filters(rg) = Sbbf.fromBytes(bitsets(slot)) }
+    }
+    val rnd = new scala.util.Random(42)
+    def present(): Long = key(0, (rnd.nextDouble() * l.numRowGroups).toLong, rnd.nextInt(valuesPerRg), valuesPerRg)
+    def probe(values: Seq[Long]): (Double, Int) = {
+      val t1 = System.nanoTime()
+      val hs = values.map(PlainHash.int64).toArray
+      var kept = 0; var rg = 0
+      while (rg < filters.length) { if (filters(rg) == null || hs.exists(filters(rg).mightContain)) kept += 1; rg += 1 }
+      ((System.nanoTime() - t1) / 1e6, kept)
+    }
+    val cold = (System.nanoTime() - t) / 1e6 + probe(Seq(present()))._1
+    val warm = (0 until repeats).map(_ => probe(Seq(present())))
+    val inKeys = Seq.fill(100)(present())
+    val in100 = (0 until math.max(3, repeats / 4)).map(_ => probe(inKeys))
+    val retained = usedHeapAfterGc() - baseline
+    val out = Json.obj(
+      "row_groups" -> l.numRowGroups, "files" -> l.numFiles, "point_cold_ms" -> cold,
+      "point_warm_ms" -> percentile(warm.map(_._1), 0.5), "in100_warm_ms" -> percentile(in100.map(_._1), 0.5),
+      "index_bytes_read_point" -> bytesRead, "driver_heap_retained_mb" -> retained / 1e6,
+      "point_files_kept_median" -> percentile(warm.map(_._2.toDouble), 0.5), "design" -> "whole index loaded")
+    java.util.Arrays.fill(filters.asInstanceOf[Array[AnyRef]], null)
+    out
+  }
+
+  /** Minimal JSON for flat objects of strings and numbers. */
+  private object Json {
+    def obj(fields: (String, Any)*): String = fields.map { case (k, v) => s""""$k": ${value(v)}""" }.mkString("{", ", ", "}")
+    private def value(v: Any): String = v match {
+      case s: String => "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"") + "\""
+      case d: Double => if (d.isNaN || d.isInfinite) "null" else d.toString
+      case other => other.toString
+    }
+  }
+}

@@ -51,7 +51,10 @@ def parse_args(argv=None):
     p.add_argument("--plot", action="store_true", help="with --sweep: write log-log plots to docs/img/")
     p.add_argument("--out", help="with --sweep: write all results to this JSON file")
     p.add_argument("--json", action="store_true", help="print only the JSON object")
-    p.add_argument("--phase", choices=["write", "measure", "whole"], help=argparse.SUPPRESS)
+    p.add_argument("--real-files", help="comma-separated file counts: real tables of one-row-group files (point lookups, "
+                                        "files read, planning overhead over Spark's own listing)")
+    p.add_argument("--rows-per-file", type=int, default=100, help="with --real-files (default 100)")
+    p.add_argument("--phase", choices=["write", "measure", "whole", "real"], help=argparse.SUPPRESS)
     p.add_argument("--jars-dir", default=os.path.join(ROOT, "target", "bundle"))
     return p.parse_args(argv)
 
@@ -93,16 +96,45 @@ def run_phase(args, n):
     elif args.phase == "measure":
         cache = spark._jvm.org.apache.spark.network.util.JavaUtils.byteStringAsBytes(args.cache_max_bytes)
         out = bench.measure(spark._jsparkSession, d, args.values_per_row_group, args.repeats, cache)
+    elif args.phase == "real":
+        out = real_phase(spark, args, n)
     else:
         out = bench.measureWhole(spark._jsparkSession, d, args.values_per_row_group, args.repeats)
     spark.stop()
     print(out)
 
 
+def real_phase(spark, args, n):
+    """A real table of n one-row-group files (written once), its index (built once), then the lookups."""
+    from pyspark.sql import functions as F
+    d = os.path.join(args.data_dir, f"real-{n}x{args.rows_per_file}")
+    rows = n * args.rows_per_file
+    built = {}
+    if not os.path.exists(os.path.join(d, "_SUCCESS")):
+        t = time.time()
+        # Two writer tasks, each cutting its rows into files of rows_per_file rows: one row group per file.
+        (spark.range(0, rows, 1, 2)
+         .select(((F.col("id") * 1000003) % 2147483647).alias("key"), F.col("id").alias("v"))
+         .write.mode("overwrite").option("maxRecordsPerFile", args.rows_per_file).parquet(d))
+        built["write_seconds"] = round(time.time() - t, 1)
+    if not os.path.exists(os.path.join(d, "_sparkbloom", "ix")):
+        t = time.time()
+        spark.sql(f"CREATE BLOOM INDEX ix ON parquet.`{d}` (key)")
+        built["index_seconds"] = round(time.time() - t, 1)
+    keys = [((i * 7919) * 1000003) % 2147483647 for i in range(1, 41)]
+    out = json.loads(spark._jvm.sparkbloom.tools.ScaleBench.realFiles(
+        spark._jsparkSession, d, "key", spark._jvm.sparkbloom.tools.ScaleBench.longs(",".join(map(str, keys))), args.repeats))
+    out.update(built)
+    out["rows_per_file"] = args.rows_per_file
+    out["table"] = d
+    return json.dumps(out)
+
+
 def phase(args, n, name):
     cmd = [sys.executable, os.path.abspath(__file__), "--phase", name, "--row-groups", str(n)]
     for k in ("columns", "row_groups_per_file", "values_per_row_group", "tasks", "false_reads_per_key",
-              "max_bits_per_value", "repeats", "cache_max_bytes", "driver_memory", "data_dir", "jars_dir"):
+              "max_bits_per_value", "repeats", "cache_max_bytes", "driver_memory", "data_dir", "jars_dir",
+              "rows_per_file"):
         cmd += ["--" + k.replace("_", "-"), str(getattr(args, k))]
     t = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True)
@@ -171,6 +203,17 @@ def main(argv=None):
     args = parse_args(argv)
     if args.phase:
         return run_phase(args, args.row_groups)
+    if args.real_files:
+        real = [phase(args, int(n), "real") for n in args.real_files.split(",")]
+        for r in real:
+            print(json.dumps(r), flush=True)
+        if len(real) >= 2:
+            print(json.dumps({"overhead_growth": real[-1]["overhead_ms"] / max(real[0]["overhead_ms"], 1e-6),
+                              "files_growth": real[-1]["files"] / real[0]["files"]}), flush=True)
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump(real, f, indent=2)
+        return
     ns = [int(x) for x in args.sweep.split(",")] if args.sweep else [args.row_groups]
     results = []
     for n in ns:

@@ -127,6 +127,19 @@ class ScanMetricsSuite extends AnyFunSuite with LocalSpark {
     assert(node.map(_.getString(0)).toSeq == Seq("19"))
   }
 
+  test("DESCRIBE BLOOM INDEX sums the same figures over the lookups this driver planned") {
+    def usage() = spark.sql(s"DESCRIBE BLOOM INDEX ix ON parquet.`$table`").collect().map(r => r.getString(0) -> r.getString(1)).toMap
+    val before = usage()
+    IndexCache.clear()
+    val k = check(spark.read.parquet(table).where(col("id") === 4242L), expectFiles = 1)
+    val after = usage()
+    def n(m: Map[String, String], key: String) = m(key).toLong
+    assert(n(after, "Lookups (this driver)") == n(before, "Lookups (this driver)") + 1)
+    assert(n(after, "Files Skipped (this driver)") - n(before, "Files Skipped (this driver)") == k.filesTotal - k.filesKept)
+    assert(n(after, "Index Bytes Read (this driver)") - n(before, "Index Bytes Read (this driver)") == k.indexBytesRead)
+    assert(k.indexBytesRead > 0)
+  }
+
   test("with skipping off there is no metrics node and the plan is Spark's own") {
     withIndexEnabled(on = false) {
       val df = spark.read.parquet(table).where(col("id") === 777L)

@@ -59,6 +59,11 @@ class CommandOutputSuite extends AnyFunSuite {
       Row("Files In Table", "203"),
       Row("Files Not Covered", "3"),
       Row("Files Deleted", "1"),
+      Row("Lookups (this driver)", "0"),
+      Row("Files Skipped (this driver)", "0"),
+      Row("Row Groups Skipped (this driver)", "0"),
+      Row("Index Bytes Read (this driver)", "0"),
+      Row("Probe Time (this driver)", "0.0 ms"),
       Row("Problems", "none")))
     val damaged = CommandOutput.describeRows(description.copy(problems = Seq("bad footer in part-1", "missing part-2")))
     assert(damaged.takeRight(2) == Seq(Row("Problem", "bad footer in part-1"), Row("Problem", "missing part-2")))

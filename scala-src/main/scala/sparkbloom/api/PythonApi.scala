@@ -127,6 +127,9 @@ object PythonApi {
     "files_in_table" -> d.filesInTable,
     "files_not_covered" -> d.filesNotCovered,
     "files_deleted" -> d.filesDeleted,
+    "usage" -> Json.obj("lookups" -> d.usage.lookups, "files_skipped" -> d.usage.filesSkipped,
+      "row_groups_skipped" -> d.usage.rowGroupsSkipped, "index_bytes_read" -> d.usage.indexBytesRead,
+      "probe_time_ms" -> d.usage.probeTimeNs / 1e6),
     "problems" -> d.problems)
 
   private def skippingJson(s: ScanSkipping) = Json.obj(

@@ -128,7 +128,7 @@ object BloomIndexes {
       l.paths.count(p => !current.contains(p)),
       commitProblems ++ loaded.problems ++ (if (verify) IndexStore.verify(fs, loaded) else IndexCache.damageOf(dir)),
       meta.falseReadsPerKey, meta.columns.map(_.policy.describe), meta.maxBitsPerValue,
-      meta.columnStats.getOrElse(Nil))
+      meta.columnStats.getOrElse(Nil), sparkbloom.scan.SkippingReport.usageOf(dir.toString))
   }
 
   private def newDataDir(version: Long): String = s"v$version-${java.util.UUID.randomUUID().toString.take(8)}"

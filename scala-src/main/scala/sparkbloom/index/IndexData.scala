@@ -29,9 +29,12 @@ final case class IndexVersion(meta: IndexMeta, dir: org.apache.hadoop.fs.Path, l
                               memorySegments: Map[String, Array[Byte]], problems: Seq[String],
                               damaged: Set[String] = Set.empty) { // segments known unusable: their slots might match
   /** Files this version covers, by path: (size, modification time). */
-  def covers(path: String, size: Long, mtime: Long): Option[Int] = {
+  def covers(path: String, size: Long, mtime: Long): Option[Int] = { val f = coveredFile(path, size, mtime); if (f < 0) None else Some(f) }
+
+  /** The file number of `path` in this version if its size and modification time are the indexed ones, else -1. */
+  def coveredFile(path: String, size: Long, mtime: Long): Int = {
     val f = layout.fileIndex.get(path)
-    if (f == null || layout.sizes(f) != size || layout.mtimes(f) != mtime) None else Some(f.intValue())
+    if (f == null || layout.sizes(f) != size || layout.mtimes(f) != mtime) -1 else f.intValue()
   }
 }
 

@@ -35,7 +35,8 @@ final case class IndexDescription(
     falseReadsPerKey: Option[Double] = None,
     policies: Seq[String] = Nil,        // per column, how its filters are sized (FppPolicy.describe)
     maxBitsPerValue: Option[Double] = None,
-    columnStats: Seq[ColumnStats] = Nil // per column, for the version as stored (empty for older versions)
+    columnStats: Seq[ColumnStats] = Nil, // per column, for the version as stored (empty for older versions)
+    usage: sparkbloom.scan.SkippingReport.Usage = sparkbloom.scan.SkippingReport.Usage(0, 0, 0, 0, 0) // lookups planned by this driver
 )
 
 /** A user error about a bloom index: bad DDL, unknown index or column, unsupported type, bad option. */

@@ -61,23 +61,48 @@ class BloomSkippingFileIndex(
     }
     var filesTotal, filesKept, rgTotal, rgKept, notCovered = 0L
     val ranges = Map.newBuilder[String, Array[Long]]
+    // Per listed file: which indexes cover it (file number in each, -1: not covered). Reused arrays: this
+    // loop runs once per listed file, so it allocates nothing for a file that is skipped whole.
+    val vs = answers.map(_._1).toArray
+    val layouts = vs.map(_.layout)
+    val bitsOf = answers.map(_._2).toArray
+    val fileNo = new Array[Int](vs.length)
     val out = listed.map { dir =>
       val kept = dir.files.filter { f =>
         filesTotal += 1
         val path = f.getPath.toString
-        val covered = answers.flatMap { case (v, bits) => v.covers(path, f.getLen, f.getModificationTime).map(i => (v.layout, i, bits)) }
-        if (covered.isEmpty) { notCovered += 1; filesKept += 1; true }
+        var first = -1; var i = 0
+        while (i < vs.length) {
+          fileNo(i) = vs(i).coveredFile(path, f.getLen, f.getModificationTime)
+          if (first < 0 && fileNo(i) >= 0) first = i
+          i += 1
+        }
+        if (first < 0) { notCovered += 1; filesKept += 1; true }
         else {
+          val l0 = layouts(first); val f0 = fileNo(first)
+          val from = l0.firstRg(f0); val until = l0.firstRg(f0 + 1)
           // A row group may match only if every index covering the file says it may.
-          val (l0, f0, _) = covered.head
-          val rgs = l0.firstRg(f0) until l0.firstRg(f0 + 1)
-          val keep = rgs.filter(rg => covered.forall { case (l, fi, bits) =>
-            (l.firstRg(fi) until l.firstRg(fi + 1)).find(r => l.rgOrdinal(r) == l0.rgOrdinal(rg)).forall(bits.get) })
-          rgTotal += rgs.size; rgKept += keep.size
-          if (keep.isEmpty && rgs.nonEmpty) false
+          var keepCount = 0
+          var keep: Array[Boolean] = null
+          var rg = from
+          while (rg < until) {
+            var may = true; var k = first
+            while (may && k < vs.length) {
+              if (fileNo(k) >= 0) may = (if (k == first) bitsOf(k).get(rg) else otherSays(layouts(k), fileNo(k), bitsOf(k), rg - from, l0.rgOrdinal(rg)))
+              k += 1
+            }
+            if (may) { keepCount += 1; if (keep == null) keep = new Array[Boolean](until - from); keep(rg - from) = true }
+            rg += 1
+          }
+          rgTotal += until - from; rgKept += keepCount
+          if (keepCount == 0 && until > from) false
           else {
             filesKept += 1
-            if (keep.size < rgs.size) ranges += path -> keep.flatMap(r => Array(l0.rgStart(r), l0.rgEnd(r))).toArray
+            if (keepCount < until - from) {
+              val r = new Array[Long](2 * keepCount); var w = 0
+              for (j <- 0 until until - from if keep(j)) { r(w) = l0.rgStart(from + j); r(w + 1) = l0.rgEnd(from + j); w += 2 }
+              ranges += path -> r
+            }
             true
           }
         }
@@ -90,9 +115,17 @@ class BloomSkippingFileIndex(
       indexBytesRead = counters.bytesRead, probeTimeNs = System.nanoTime() - t0, distributedProbe = counters.distributed)
     lastSkipping = Some(s)
     SkippingReport.record(s)
+    indexes.map(_._1.dir.toString).distinct.foreach(d => SkippingReport.recordUsage(d, s))
     log.info(s"sparkbloom: $tableName [$predicateSql]: files $filesKept of $filesTotal, row groups (indexed) $rgKept of $rgTotal, " +
       s"not covered $notCovered, index bytes read ${counters.bytesRead}")
     out
+  }
+
+  /** Another index's answer for the row group of ordinal `ordinal`, normally at the same position in the file. */
+  private def otherSays(l: sparkbloom.index.sliced.Layout, f: Int, bits: java.util.BitSet, pos: Int, ordinal: Int): Boolean = {
+    val from = l.firstRg(f); val until = l.firstRg(f + 1)
+    if (from + pos < until && l.rgOrdinal(from + pos) == ordinal) bits.get(from + pos)
+    else (from until until).find(r => l.rgOrdinal(r) == ordinal).forall(bits.get)
   }
 
   override def toString: String = s"BloomSkippingFileIndex(indexes=[$indexNames], predicate=[$predicateSql], delegate=$delegate)"

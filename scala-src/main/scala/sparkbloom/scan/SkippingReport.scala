@@ -32,6 +32,20 @@ object SkippingReport extends AdaptiveSparkPlanHelper {
       }
   }.flatten
 
+  /**
+   * What one index did for the lookups this driver planned since it started (DESCRIBE BLOOM INDEX shows it):
+   * the same figures as the scans' SQL metrics, summed.
+   */
+  final case class Usage(lookups: Long, filesSkipped: Long, rowGroupsSkipped: Long, indexBytesRead: Long, probeTimeNs: Long) {
+    def +(s: ScanSkipping): Usage = Usage(lookups + 1, filesSkipped + s.filesTotal - s.filesKept,
+      rowGroupsSkipped + s.rowGroupsTotal - s.rowGroupsKept, indexBytesRead + s.indexBytesRead, probeTimeNs + s.probeTimeNs)
+  }
+  private val usage = new java.util.concurrent.ConcurrentHashMap[String, Usage]()
+  private[scan] def recordUsage(indexDir: String, s: ScanSkipping): Unit =
+    usage.compute(indexDir, (_, u) => (if (u == null) Usage(0, 0, 0, 0, 0) else u) + s)
+  /** The lookups planned with the index stored at `indexDir` in this driver, summed. */
+  def usageOf(indexDir: String): Usage = Option(usage.get(indexDir)).getOrElse(Usage(0, 0, 0, 0, 0))
+
   @volatile private var last: Option[ScanSkipping] = None
   private[scan] def record(s: ScanSkipping): Unit = last = Some(s)
   /** The most recent pruning decision in this JVM (for tools and tests). */

@@ -74,7 +74,12 @@ private[sql] object CommandOutput {
       "Size In Bytes" -> d.sizeInBytes.toString,
       "Files In Table" -> d.filesInTable.toString,
       "Files Not Covered" -> d.filesNotCovered.toString,
-      "Files Deleted" -> d.filesDeleted.toString) ++
+      "Files Deleted" -> d.filesDeleted.toString,
+      "Lookups (this driver)" -> d.usage.lookups.toString,
+      "Files Skipped (this driver)" -> d.usage.filesSkipped.toString,
+      "Row Groups Skipped (this driver)" -> d.usage.rowGroupsSkipped.toString,
+      "Index Bytes Read (this driver)" -> d.usage.indexBytesRead.toString,
+      "Probe Time (this driver)" -> f"${d.usage.probeTimeNs / 1e6}%.1f ms") ++
       (if (d.problems.isEmpty) Seq("Problems" -> "none") else d.problems.map("Problem" -> _))
     facts.map { case (name, value) => Row(name, value) }
   }

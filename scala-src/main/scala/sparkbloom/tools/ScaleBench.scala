@@ -235,6 +235,58 @@ object ScaleBench {
     out
   }
 
+  /**
+   * Planning of point lookups on a real table (real files, Spark's own listing): for each key, a fresh
+   * `spark.read.parquet(path)` (Spark lists the files: `listing_ms`), then the optimizer (where the rule
+   * reads the index), the physical plan and the scan's file listing with pruning (`FileIndex.listFiles`, which
+   * Spark calls when the scan runs), with sparkbloom on and off. `overhead_ms` = planning on − planning off.
+   * Then the lookup runs once with the index on: files Spark's scan read (`numFiles`) and rows (= index off).
+   */
+  def realFiles(spark: SparkSession, path: String, column: String, keys: Array[Long], repeats: Int): String = {
+    import org.apache.spark.sql.execution.FileSourceScanExec
+    import org.apache.spark.sql.functions.col
+    def once(on: Boolean, key: Long): (Double, Double) = {
+      spark.conf.set("spark.sparkbloom.enabled", on.toString)
+      try {
+        val t0 = System.nanoTime()
+        val df = spark.read.parquet(path)
+        val t1 = System.nanoTime()
+        val q = df.where(col(column) === key)
+        val plan = q.queryExecution.executedPlan
+        plan.foreach {
+          case s: FileSourceScanExec => s.relation.location.listFiles(s.partitionFilters, s.dataFilters)
+          case _ =>
+        }
+        val t2 = System.nanoTime()
+        ((t1 - t0) / 1e6, (t2 - t1) / 1e6)
+      } finally spark.conf.unset("spark.sparkbloom.enabled")
+    }
+    (0 until 3).foreach(i => { once(on = true, keys(i % keys.length)); once(on = false, keys(i % keys.length)) }) // warm-up
+    val runs = (0 until repeats).map { i =>
+      val k = keys(i % keys.length)
+      val (listOff, planOff) = once(on = false, k)
+      val (listOn, planOn) = once(on = true, k)
+      (listOff, planOff, listOn, planOn)
+    }
+    val filesRead = keys.take(math.min(5, keys.length)).map { k =>
+      val q = spark.read.parquet(path).where(col(column) === k)
+      val rows = q.collect().length
+      spark.conf.set("spark.sparkbloom.enabled", "false")
+      val rowsOff = try spark.read.parquet(path).where(col(column) === k).collect().length finally spark.conf.unset("spark.sparkbloom.enabled")
+      require(rows == rowsOff, s"key $k: $rows rows with the index, $rowsOff without")
+      q.queryExecution.executedPlan.collect { case s: FileSourceScanExec => s.metrics("numFiles").value }.sum
+    }
+    val files = spark.read.parquet(path).inputFiles.length
+    Json.obj("files" -> files, "repeats" -> repeats,
+      "listing_ms" -> percentile(runs.map(_._1), 0.5),
+      "planning_off_ms" -> percentile(runs.map(_._2), 0.5), "planning_on_ms" -> percentile(runs.map(_._4), 0.5),
+      "overhead_ms" -> percentile(runs.map(r => r._4 - r._2), 0.5),
+      "files_read_max" -> filesRead.max, "files_read" -> filesRead.mkString(","))
+  }
+
+  /** "1,2,3" as longs (py4j-friendly). */
+  def longs(csv: String): Array[Long] = csv.split(",").map(_.trim.toLong)
+
   /** Minimal JSON for flat objects of strings and numbers. */
   private object Json {
     def obj(fields: (String, Any)*): String = fields.map { case (k, v) => s""""$k": ${value(v)}""" }.mkString("{", ", ", "}")

@@ -36,6 +36,12 @@ final class Layout(
   def approximateBytes: Long = 64L * numFiles + paths.iterator.map(_.length.toLong).sum + 28L * numRowGroups +
     columns.length * 38L * numRowGroups + 4L * segments.iterator.map(_.count.toLong).sum
 
+  /** For each segment, the distinct encoding ids (of its column) of the row groups in its slots. */
+  lazy val segmentEncodings: Array[Array[Int]] = segments.indices.map { s =>
+    val c = columns.find(_.name == segments(s).column)
+    c.map(col => slotToRg(s).iterator.filter(_ >= 0).map(col.encoding).filter(_ >= 0).toArray.distinct).getOrElse(Array.empty[Int])
+  }.toArray
+
   /** For each segment, the row group held in each slot. */
   lazy val slotToRg: Array[Array[Int]] = {
     val out = segments.map(s => Array.fill(s.count)(-1))
@@ -69,6 +75,14 @@ final class ColumnSlice(
     val fpp: Array[Float],
     val source: Array[Byte]) {
   def hasNull(rg: Int): Boolean = (flags(rg) & ColumnSlice.HasNull) != 0
+
+  /** Row groups that may hold a value but have no usable filter (no segment or unknown encoding): always read. */
+  lazy val unfiltered: java.util.BitSet = {
+    val b = new java.util.BitSet(flags.length)
+    var rg = 0
+    while (rg < flags.length) { if (!onlyNulls(rg) && (segment(rg) < 0 || encoding(rg) < 0)) b.set(rg); rg += 1 }
+    b
+  }
   def onlyNulls(rg: Int): Boolean = (flags(rg) & ColumnSlice.OnlyNulls) != 0
 }
 

@@ -17,7 +17,11 @@ object Probers {
   final class Counters { @volatile var bytesRead = 0L; @volatile var distributed = false }
 
   def forVersion(spark: SparkSession, v: IndexVersion, counters: Counters): Prober = {
-    val fs = v.dir.getFileSystem(spark.sessionState.newHadoopConf())
+    val fs = v.dir.getFileSystem(spark.sessionState.newHadoopConf()) match {
+      // Runs carry their own CRC32: skip the .crc side files of Hadoop's local checksummed file system.
+      case c: org.apache.hadoop.fs.ChecksumFileSystem => c.getRawFileSystem
+      case other => other
+    }
     requests => {
       val uncached = requests.iterator.filterNot(r => v.memorySegments.contains(r.segment.file)).map { r =>
         blocksOf(r).count(b => !IndexCache.contains(IndexCache.runKey(v.dir, r.segment, b))).toLong * r.segment.runBytes
@@ -30,7 +34,27 @@ object Probers {
 
   private def blocksOf(r: Request): Seq[Int] = r.hashes.map(h => sparkbloom.sbbf.Kernel.blockIndex(h, r.segment.blocks)).distinct.toSeq
 
-  private def local(fs: FileSystem, v: IndexVersion, requests: Seq[Request]): Map[Int, Option[Array[Long]]] =
+  /** Positioned reads of different segments in parallel (cold lookups; object stores answer in parallel). */
+  private lazy val ioPool: scala.concurrent.ExecutionContext = {
+    val n = new java.util.concurrent.atomic.AtomicInteger()
+    scala.concurrent.ExecutionContext.fromExecutorService(java.util.concurrent.Executors.newFixedThreadPool(16, (r: Runnable) => {
+      val t = new Thread(r, s"sparkbloom-index-io-${n.incrementAndGet()}"); t.setDaemon(true); t
+    }))
+  }
+
+  private def local(fs: FileSystem, v: IndexVersion, requests: Seq[Request]): Map[Int, Option[Array[Long]]] = {
+    val uncached = requests.count(r => !v.memorySegments.contains(r.segment.file) &&
+      blocksOf(r).exists(b => !IndexCache.contains(IndexCache.runKey(v.dir, r.segment, b))))
+    if (uncached < 4) localSerial(fs, v, requests)
+    else {
+      import scala.concurrent.{Await, Future}
+      implicit val ec: scala.concurrent.ExecutionContext = ioPool
+      val parts = requests.grouped(math.max(1, (requests.size + 15) / 16)).map(g => Future(localSerial(fs, v, g))).toSeq
+      parts.map(Await.result(_, scala.concurrent.duration.Duration.Inf)).reduce(_ ++ _)
+    }
+  }
+
+  private def localSerial(fs: FileSystem, v: IndexVersion, requests: Seq[Request]): Map[Int, Option[Array[Long]]] =
     requests.map { r =>
       if (v.damaged.contains(r.segment.file)) r.segmentIndex -> None
       else r.segmentIndex -> SlicedProbe.probeRuns(r.segment, r.hashes, blocks => v.memorySegments.get(r.segment.file) match {

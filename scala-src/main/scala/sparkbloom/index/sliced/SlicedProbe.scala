@@ -43,26 +43,36 @@ final class SlicedProbe(layout: Layout, prober: SlicedProbe.Prober, int96Probes:
       }
     }
     // Row groups decided without their filter: only nulls (never), no usable filter or hash (always).
-    val out = bits { rg =>
+    val allHashed = hashes.forall(_ != null)
+    val out = if (allHashed) c.unfiltered.clone().asInstanceOf[BitSet] else bits { rg =>
       !c.onlyNulls(rg) && (c.segment(rg) < 0 || c.encoding(rg) < 0 || hashes(c.encoding(rg)) == null)
     }
     val requests = layout.segments.indices.filter(s => layout.segments(s).column == c.name).flatMap { s =>
       // Every hash of every encoding found in this segment (normally one): probing with more hashes than a
       // slot's own encoding needs can only add "maybe"s, never lose one.
-      val encs = layout.slotToRg(s).iterator.filter(_ >= 0).map(c.encoding).filter(e => e >= 0 && hashes(e) != null).toSet
-      val hs = encs.iterator.flatMap(e => hashes(e)).toArray.distinct
+      val hs = layout.segmentEncodings(s).iterator.filter(e => hashes(e) != null).flatMap(e => hashes(e)).toArray.distinct
       if (hs.isEmpty) None else Some(SlicedProbe.Request(s, layout.segments(s), hs))
     }
     val results = if (requests.isEmpty) Map.empty[Int, Option[Array[Long]]] else prober.probe(requests)
     for (r <- requests) {
-      val matched = results.getOrElse(r.segmentIndex, None)
       val slots = layout.slotToRg(r.segmentIndex)
-      var j = 0
-      while (j < r.segment.count) {
+      def decide(j: Int): Unit = {
         val rg = slots(j)
-        if (rg >= 0 && !c.onlyNulls(rg) && c.encoding(rg) >= 0 && hashes(c.encoding(rg)) != null &&
-            matched.forall(m => (m(j >>> 6) & (1L << j)) != 0)) out.set(rg)
-        j += 1
+        if (rg >= 0 && !c.onlyNulls(rg) && c.encoding(rg) >= 0 && hashes(c.encoding(rg)) != null) out.set(rg)
+      }
+      results.getOrElse(r.segmentIndex, None) match {
+        case Some(m) => // only the slots whose bit is set
+          var w = 0
+          while (w < m.length) {
+            var word = m(w)
+            while (word != 0) {
+              val j = (w << 6) + java.lang.Long.numberOfTrailingZeros(word)
+              if (j < r.segment.count) decide(j)
+              word &= word - 1
+            }
+            w += 1
+          }
+        case None => var j = 0; while (j < r.segment.count) { decide(j); j += 1 } // unreadable: all might match
       }
     }
     out

@@ -51,6 +51,7 @@ def parse_args(argv=None):
     p.add_argument("--plot", action="store_true", help="with --sweep: write log-log plots to docs/img/")
     p.add_argument("--out", help="with --sweep: write all results to this JSON file")
     p.add_argument("--json", action="store_true", help="print only the JSON object")
+    p.add_argument("--jfr", default="", help="record a JFR profile of the measure phase into this file")
     p.add_argument("--real-files", help="comma-separated file counts: real tables of one-row-group files (point lookups, "
                                         "files read, planning overhead over Spark's own listing)")
     p.add_argument("--rows-per-file", type=int, default=100, help="with --real-files (default 100)")
@@ -72,7 +73,8 @@ def make_session(args):
     spark = (SparkSession.builder.master("local[2]").appName("sparkbloom-scale")
              .config("spark.jars", ",".join(jars))
              .config("spark.sql.extensions", "sparkbloom.SparkBloomExtensions")
-             .config("spark.driver.extraJavaOptions", jvm_flags())
+             .config("spark.driver.extraJavaOptions", jvm_flags() + (
+                 f" -XX:StartFlightRecording=filename={args.jfr},settings=profile" if args.jfr and args.phase == "measure" else ""))
              .config("spark.driver.memory", args.driver_memory)
              .config("spark.ui.enabled", "false")
              .getOrCreate())
@@ -134,7 +136,7 @@ def phase(args, n, name):
     cmd = [sys.executable, os.path.abspath(__file__), "--phase", name, "--row-groups", str(n)]
     for k in ("columns", "row_groups_per_file", "values_per_row_group", "tasks", "false_reads_per_key",
               "max_bits_per_value", "repeats", "cache_max_bytes", "driver_memory", "data_dir", "jars_dir",
-              "rows_per_file"):
+              "rows_per_file", "jfr"):
         cmd += ["--" + k.replace("_", "-"), str(getattr(args, k))]
     t = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True)

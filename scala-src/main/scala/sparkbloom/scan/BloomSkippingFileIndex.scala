@@ -61,54 +61,88 @@ class BloomSkippingFileIndex(
     }
     var filesTotal, filesKept, rgTotal, rgKept, notCovered = 0L
     val ranges = Map.newBuilder[String, Array[Long]]
-    // Per listed file: which indexes cover it (file number in each, -1: not covered). Reused arrays: this
-    // loop runs once per listed file, so it allocates nothing for a file that is skipped whole.
     val vs = answers.map(_._1).toArray
     val layouts = vs.map(_.layout)
     val bitsOf = answers.map(_._2).toArray
-    val fileNo = new Array[Int](vs.length)
-    val out = listed.map { dir =>
-      val kept = dir.files.filter { f =>
-        filesTotal += 1
-        val path = f.getPath.toString
-        var first = -1; var i = 0
-        while (i < vs.length) {
-          fileNo(i) = vs(i).coveredFile(path, f.getLen, f.getModificationTime)
-          if (first < 0 && fileNo(i) >= 0) first = i
-          i += 1
+    val dirs = listed.toArray
+    val dirFiles = dirs.map(_.files.toArray)
+    val statuses = dirFiles.iterator.flatMap(_.iterator.map(_.fileStatus)).toArray
+    val matched = vs.map(v => FileMatcher.matchListing(v, statuses))
+    val keptPos = new java.util.BitSet(statuses.length)
+    filesTotal = statuses.length
+
+    /** Decides listed file `pos`, covered by index `first` as its file `f0` (other indexes: `fileNo`). */
+    def decide(pos: Int, first: Int, fileNo: Int => Int): Unit = {
+      val l0 = layouts(first); val f0 = fileNo(first)
+      val from = l0.firstRg(f0); val until = l0.firstRg(f0 + 1)
+      // A row group may match only if every index covering the file says it may.
+      var keepCount = 0
+      var keep: Array[Boolean] = null
+      var rg = from
+      while (rg < until) {
+        var may = true; var k = first
+        while (may && k < vs.length) {
+          val fk = fileNo(k)
+          if (fk >= 0) may = (if (k == first) bitsOf(k).get(rg) else otherSays(layouts(k), fk, bitsOf(k), rg - from, l0.rgOrdinal(rg)))
+          k += 1
         }
-        if (first < 0) { notCovered += 1; filesKept += 1; true }
-        else {
-          val l0 = layouts(first); val f0 = fileNo(first)
-          val from = l0.firstRg(f0); val until = l0.firstRg(f0 + 1)
-          // A row group may match only if every index covering the file says it may.
-          var keepCount = 0
-          var keep: Array[Boolean] = null
-          var rg = from
-          while (rg < until) {
-            var may = true; var k = first
-            while (may && k < vs.length) {
-              if (fileNo(k) >= 0) may = (if (k == first) bitsOf(k).get(rg) else otherSays(layouts(k), fileNo(k), bitsOf(k), rg - from, l0.rgOrdinal(rg)))
-              k += 1
-            }
-            if (may) { keepCount += 1; if (keep == null) keep = new Array[Boolean](until - from); keep(rg - from) = true }
-            rg += 1
-          }
-          rgTotal += until - from; rgKept += keepCount
-          if (keepCount == 0 && until > from) false
-          else {
-            filesKept += 1
-            if (keepCount < until - from) {
-              val r = new Array[Long](2 * keepCount); var w = 0
-              for (j <- 0 until until - from if keep(j)) { r(w) = l0.rgStart(from + j); r(w + 1) = l0.rgEnd(from + j); w += 2 }
-              ranges += path -> r
-            }
-            true
-          }
+        if (may) { keepCount += 1; if (keep == null) keep = new Array[Boolean](until - from); keep(rg - from) = true }
+        rg += 1
+      }
+      rgKept += keepCount
+      if (keepCount > 0 || until == from) {
+        keptPos.set(pos)
+        if (keepCount < until - from) {
+          val r = new Array[Long](2 * keepCount); var w = 0
+          for (j <- 0 until until - from if keep(j)) { r(w) = l0.rgStart(from + j); r(w + 1) = l0.rgEnd(from + j); w += 2 }
+          ranges += statuses(pos).getPath.toString -> r
         }
       }
-      PartitionDirectory(dir.values, kept)
-    }.filter(_.files.nonEmpty)
+    }
+
+    if (vs.length == 1) {
+      // One index (the usual case): work in proportion to the row groups that may match, not to the table.
+      // Files not covered are read; a covered file is read only if one of its row groups may match.
+      val m = FileMatcher.summary(vs(0), statuses, matched(0))
+      notCovered = m.notCovered.length
+      m.notCovered.foreach(p => keptPos.set(p))
+      rgTotal = m.coveredRowGroups
+      val l = layouts(0); val bits = bitsOf(0)
+      var rg = bits.nextSetBit(0)
+      while (rg >= 0) {
+        val f = m.fileOfRowGroup(rg)
+        val pos = m.posOfFile(f)
+        if (pos >= 0) decide(pos, 0, _ => f)
+        rg = bits.nextSetBit(l.firstRg(f + 1)) // the file's row groups were all decided
+      }
+      // Covered files without row groups (empty files) are kept, as the general loop does.
+      m.emptyCovered.foreach(p => keptPos.set(p))
+    } else {
+      val fileNo = new Array[Int](vs.length)
+      var pos = 0
+      while (pos < statuses.length) {
+        var first = -1; var i = 0
+        while (i < vs.length) { fileNo(i) = matched(i)(pos); if (first < 0 && fileNo(i) >= 0) first = i; i += 1 }
+        if (first < 0) { notCovered += 1; keptPos.set(pos) }
+        else { rgTotal += layouts(first).firstRg(fileNo(first) + 1) - layouts(first).firstRg(fileNo(first)); decide(pos, first, fileNo) }
+        pos += 1
+      }
+    }
+    filesKept = keptPos.cardinality()
+    val out = {
+      val b = Seq.newBuilder[PartitionDirectory]
+      var offset = 0
+      for (d <- dirs.indices) {
+        val files = dirFiles(d)
+        val kept = Seq.newBuilder[org.apache.spark.sql.execution.datasources.FileStatusWithMetadata]
+        var p = keptPos.nextSetBit(offset)
+        while (p >= 0 && p < offset + files.length) { kept += files(p - offset); p = keptPos.nextSetBit(p + 1) }
+        val k = kept.result()
+        if (k.nonEmpty) b += PartitionDirectory(dirs(d).values, k)
+        offset += files.length
+      }
+      b.result()
+    }
     selection.add(ranges.result())
     val s = ScanSkipping(indexes.map(i => s"${i._1.meta.name} on ${i._1.meta.table}").distinct.mkString(", "), tableName,
       predicateSql, filesTotal, filesKept, rgTotal + notCovered, rgKept + notCovered, notCovered,
@@ -134,6 +168,85 @@ class BloomSkippingFileIndex(
     case _ => false
   }
   override def hashCode(): Int = delegate.hashCode() * 31 + predicateSql.hashCode
+}
+
+/**
+ * Which file of an index version each listed file is (-1: not in it, or changed since: size or modification
+ * time differ). A lookup per listed file by path; the answer for a listing is remembered in [[IndexCache]]
+ * (bounded by `spark.sparkbloom.cache.maxBytes`) and reused when the next query lists the very same
+ * `FileStatus` objects (Spark's file index and its `FileStatusCache` hand out the same objects until the
+ * table is refreshed): checked object by object, so a listing with any file added, removed, replaced or
+ * reordered is matched again. Only identity is trusted, never a hash.
+ */
+object FileMatcher {
+  private final class Matched(val statuses: Array[org.apache.hadoop.fs.FileStatus], val fileNos: Array[Int]) {
+    @volatile var summary: Summary = null
+  }
+
+  /**
+   * A listing matched to one index version, for pruning in proportion to the candidates: listed position of
+   * each file of the version (-1: not listed), the listed files it does not cover, and row group → file.
+   */
+  final class Summary(val posOfFile: Array[Int], val notCovered: Array[Int], val emptyCovered: Array[Int],
+                      val coveredRowGroups: Long, firstRg: Array[Int]) {
+    def fileOfRowGroup(rg: Int): Int = {
+      val i = java.util.Arrays.binarySearch(firstRg, rg)
+      if (i >= 0) { var f = i; while (f + 1 < firstRg.length && firstRg(f + 1) == rg) f += 1; f } else -i - 2
+    }
+  }
+
+  def summary(v: IndexVersion, statuses: Array[org.apache.hadoop.fs.FileStatus], fileNos: Array[Int]): Summary = {
+    val cached = sparkbloom.index.sliced.IndexCache.get[Matched](key(v, statuses)).filter(_.fileNos eq fileNos)
+    cached.flatMap(m => Option(m.summary)).getOrElse {
+      val l = v.layout
+      val posOfFile = Array.fill(l.numFiles)(-1)
+      val notCovered = Array.newBuilder[Int]; val empty = Array.newBuilder[Int]
+      var rgs = 0L
+      var i = 0
+      while (i < fileNos.length) {
+        val f = fileNos(i)
+        if (f < 0) notCovered += i
+        else {
+          posOfFile(f) = i
+          val n = l.firstRg(f + 1) - l.firstRg(f)
+          rgs += n
+          if (n == 0) empty += i
+        }
+        i += 1
+      }
+      val s = new Summary(posOfFile, notCovered.result(), empty.result(), rgs, l.firstRg)
+      cached.foreach(_.summary = s)
+      s
+    }
+  }
+
+  private def key(v: IndexVersion, statuses: Array[org.apache.hadoop.fs.FileStatus]): String =
+    s"${v.dir}@${v.meta.version}@${v.meta.dataDir}#listing#${statuses.length}#" +
+      (if (statuses.isEmpty) 0 else System.identityHashCode(statuses(0)))
+
+  def matchListing(v: IndexVersion, statuses: Array[org.apache.hadoop.fs.FileStatus]): Array[Int] = {
+    val k = key(v, statuses)
+    sparkbloom.index.sliced.IndexCache.get[Matched](k).filter(m => sameObjects(m.statuses, statuses)) match {
+      case Some(m) => m.fileNos
+      case None =>
+        val out = new Array[Int](statuses.length)
+        var i = 0
+        while (i < statuses.length) {
+          val st = statuses(i)
+          out(i) = v.coveredFile(st.getPath.toString, st.getLen, st.getModificationTime)
+          i += 1
+        }
+        sparkbloom.index.sliced.IndexCache.put(k, new Matched(statuses, out), 16L * statuses.length + 4L * v.layout.numFiles + 64)
+        out
+    }
+  }
+
+  private def sameObjects(a: Array[org.apache.hadoop.fs.FileStatus], b: Array[org.apache.hadoop.fs.FileStatus]): Boolean = {
+    if (a.length != b.length) return false
+    var i = 0
+    while (i < a.length) { if (a(i) ne b(i)) return false; i += 1 }
+    true
+  }
 }
 
 /** Row-group byte ranges that may match, per file path; shared by the file index and the file format. */

@@ -34,7 +34,7 @@ final case class IndexVersion(meta: IndexMeta, dir: org.apache.hadoop.fs.Path, l
   /** The file number of `path` in this version if its size and modification time are the indexed ones, else -1. */
   def coveredFile(path: String, size: Long, mtime: Long): Int = {
     val f = layout.fileIndex.get(path)
-    if (f == null || layout.sizes(f) != size || layout.mtimes(f) != mtime) -1 else f.intValue()
+    if (f < 0 || layout.sizes(f) != size || layout.mtimes(f) != mtime) -1 else f
   }
 }
 

@@ -124,8 +124,10 @@ object IndexStore {
   private def loadSliced(fs: FileSystem, indexDir: Path, meta: IndexMeta): IndexVersion = {
     val file = new Path(new Path(indexDir, meta.dataDir), LayoutFile)
     try {
-      val in = fs.open(file)
-      val bytes = try { val b = new Array[Byte](fs.getFileStatus(file).getLen.toInt); in.readFully(0, b); b } finally in.close()
+      // layout.bin ends with its own CRC32: read it without the local file system's .crc side file.
+      val raw = fs match { case c: org.apache.hadoop.fs.ChecksumFileSystem => c.getRawFileSystem; case other => other }
+      val in = raw.open(file)
+      val bytes = try { val b = new Array[Byte](raw.getFileStatus(file).getLen.toInt); in.readFully(0, b); b } finally in.close()
       val layout = LayoutCodec.decode(bytes)
       val problems = mutable.Buffer[String]()
       if (layout.numRowGroups * layout.columns.length.toLong != meta.entries)

@@ -66,7 +66,12 @@ class BloomSkippingFileIndex(
     val bitsOf = answers.map(_._2).toArray
     val dirs = listed.toArray
     val dirFiles = dirs.map(_.files.toArray)
-    val statuses = dirFiles.iterator.flatMap(_.iterator.map(_.fileStatus)).toArray
+    val statuses = {
+      val a = new Array[org.apache.hadoop.fs.FileStatus](dirFiles.iterator.map(_.length).sum)
+      var n = 0
+      for (files <- dirFiles) { var j = 0; while (j < files.length) { a(n) = files(j).fileStatus; n += 1; j += 1 } }
+      a
+    }
     val matched = vs.map(v => FileMatcher.matchListing(v, statuses))
     val keptPos = new java.util.BitSet(statuses.length)
     filesTotal = statuses.length
@@ -220,9 +225,10 @@ object FileMatcher {
     }
   }
 
+  // One remembered listing per index version (the newest replaces it), so a listing Spark has dropped is not
+  // kept alive here for long.
   private def key(v: IndexVersion, statuses: Array[org.apache.hadoop.fs.FileStatus]): String =
-    s"${v.dir}@${v.meta.version}@${v.meta.dataDir}#listing#${statuses.length}#" +
-      (if (statuses.isEmpty) 0 else System.identityHashCode(statuses(0)))
+    s"${v.dir}@${v.meta.version}@${v.meta.dataDir}#listing"
 
   def matchListing(v: IndexVersion, statuses: Array[org.apache.hadoop.fs.FileStatus]): Array[Int] = {
     val k = key(v, statuses)

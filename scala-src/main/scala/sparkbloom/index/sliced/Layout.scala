@@ -10,7 +10,7 @@ import sparkbloom.hash.ColumnEncoding
  * `segment(rg)` of that column, or nowhere (`segment(rg) == -1`).
  */
 final class Layout(
-    val paths: Array[String],
+    val paths: PathStore,
     val sizes: Array[Long],
     val mtimes: Array[Long],
     val firstRg: Array[Int],   // length F + 1
@@ -25,16 +25,13 @@ final class Layout(
   def numRowGroups: Int = rgStart.length
   def column(name: String): Option[ColumnSlice] = columns.find(_.name == name)
 
-  /** Path → file number, built on first use (planning looks every listed file up). */
-  lazy val fileIndex: java.util.HashMap[String, Integer] = {
-    val m = new java.util.HashMap[String, Integer](paths.length * 2)
-    paths.indices.foreach(i => m.put(paths(i), i))
-    m
-  }
+  /** Path → file number (planning looks listed files up). */
+  def fileIndex: PathStore = paths
 
   /** Heap held by this layout, roughly (for the cache's budget). */
-  def approximateBytes: Long = 64L * numFiles + paths.iterator.map(_.length.toLong).sum + 28L * numRowGroups +
-    columns.length * 38L * numRowGroups + 4L * segments.iterator.map(_.count.toLong).sum
+  def approximateBytes: Long = paths.approximateBytes + 16L * numFiles + 28L * numRowGroups +
+    columns.length * 38L * numRowGroups + 8L * segments.iterator.map(_.count.toLong).sum +
+    16L * numFiles /* path table */
 
   /** For each segment, the distinct encoding ids (of its column) of the row groups in its slots. */
   lazy val segmentEncodings: Array[Array[Int]] = segments.indices.map { s =>
@@ -52,7 +49,7 @@ final class Layout(
 
 object Layout {
   /** No files: every file of the table is then "not covered" and read. */
-  def empty(columns: Seq[String]): Layout = new Layout(Array.empty, Array.empty, Array.empty, Array(0), Array.empty,
+  def empty(columns: Seq[String]): Layout = new Layout(PathStore(Array.empty), Array.empty, Array.empty, Array(0), Array.empty,
     Array.empty, Array.empty, Array.empty, columns.map(c => new ColumnSlice(c, Array.empty, Array.empty, Array.empty,
       Array.empty, Array.empty, Array.empty, Array.empty, Array.empty, Array.empty)).toArray, Array.empty)
 }

@@ -86,7 +86,7 @@ object LayoutAssembler {
       }
       new ColumnSlice(name, encodings.keys.toArray, encoding, flags, segment, slot, nonNull, ndv, fpp, source)
     }
-    new Layout(paths, sizes, mtimes, firstRg, ordinal, start, end, rows, cols.toArray, segments.toArray)
+    new Layout(PathStore(paths), sizes, mtimes, firstRg, ordinal, start, end, rows, cols.toArray, segments.toArray)
   }
 
   /** The same layout without some columns (their segments are no longer referenced). */

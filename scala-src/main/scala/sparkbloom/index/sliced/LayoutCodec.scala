@@ -69,7 +69,7 @@ object LayoutCodec {
       def floats(n: Int): Array[Float] = { val a = new Array[Float](n); in.asFloatBuffer().get(a); in.position(in.position() + 4 * n); a }
       def bytesOf(n: Int): Array[Byte] = { val a = new Array[Byte](n); in.get(a); a }
       val f = count()
-      val paths = Array.fill(f)(str())
+      val paths = PathStore.fromUtf8(Array.fill(f) { val n = count(); val b = new Array[Byte](n); in.get(b); b })
       val (sizes, mtimes, firstRg) = (longs(f), longs(f), ints(f + 1))
       val r = count()
       val (ordinal, start, end, rows) = (ints(r), longs(r), longs(r), longs(r))

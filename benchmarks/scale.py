@@ -42,7 +42,7 @@ def parse_args(argv=None):
     p.add_argument("--false-reads-per-key", type=float, default=0.1)
     p.add_argument("--max-bits-per-value", type=float, default=32.0)
     p.add_argument("--repeats", type=int, default=20)
-    p.add_argument("--cache-max-bytes", default="256m")
+    p.add_argument("--cache-max-bytes", default="192m", help="spark.sparkbloom.cache.maxBytes (default: its default, 192m)")
     p.add_argument("--driver-memory", default="6g")
     p.add_argument("--data-dir", default="/tmp/sparkbloom-scale")
     p.add_argument("--rewrite", action="store_true", help="rewrite the index even if it exists")

@@ -102,3 +102,19 @@ def test_files_added_after_the_index_was_built_are_always_read(spark: SparkSessi
     [s] = sparkbloom.skipping(on_query)
     assert (s.files_total, s.files_not_covered) == (3, 1)
     assert files_read(on_query) == 1  # the new file; both indexed files cannot hold 9005
+
+
+@pytest.mark.usefixtures("bloom_enabled")
+def test_skipping_reports_index_bytes_and_probe_time_and_describe_sums_them(spark: SparkSession, table: DataFrame) -> None:
+    idx = table.bloomFilterIndex("key", name="usage_ix", fpp=0.001)
+    before = idx.describe()["usage"]
+    condition = f"key = {key_of(777)}"
+    off, _ = run(spark, table, condition, enabled=False)
+    on, on_query = run(spark, table, condition, enabled=True)
+    assert on == off and [r.i for r in on] == [777]
+    found = sparkbloom.skipping(on_query)
+    assert found and all(s.probe_time_ms >= 0 and not s.distributed_probe for s in found)
+    after = idx.describe()["usage"]
+    assert after["lookups"] - before["lookups"] == len(found)
+    assert after["files_skipped"] - before["files_skipped"] == sum(s.files_skipped for s in found if "usage_ix" in s.index)
+    assert after["index_bytes_read"] - before["index_bytes_read"] == sum(s.index_bytes_read for s in found if "usage_ix" in s.index)

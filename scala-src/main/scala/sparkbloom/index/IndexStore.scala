@@ -126,9 +126,11 @@ object IndexStore {
     try {
       // layout.bin ends with its own CRC32: read it without the local file system's .crc side file.
       val raw = fs match { case c: org.apache.hadoop.fs.ChecksumFileSystem => c.getRawFileSystem; case other => other }
-      val in = raw.open(file)
-      val bytes = try { val b = new Array[Byte](raw.getFileStatus(file).getLen.toInt); in.readFully(0, b); b } finally in.close()
-      val layout = LayoutCodec.decode(bytes)
+      def read(): Array[Byte] = {
+        val in = raw.open(file)
+        try { val b = new Array[Byte](raw.getFileStatus(file).getLen.toInt); in.readFully(0, b); b } finally in.close()
+      }
+      val layout = LayoutCodec.decode(read(), reload = Some(() => read()))
       val problems = mutable.Buffer[String]()
       if (layout.numRowGroups * layout.columns.length.toLong != meta.entries)
         problems += s"index version ${meta.version} holds ${layout.numRowGroups * layout.columns.length} entries, its commit says ${meta.entries}"

@@ -10,7 +10,7 @@ import org.apache.hadoop.fs.{FileSystem, Path}
  * goes stale; a new version simply uses new keys.
  */
 object IndexCache {
-  @volatile private var maxBytes: Long = 256L << 20
+  @volatile private var maxBytes: Long = 192L << 20
   private var used = 0L
   private final case class Entry(value: AnyRef, bytes: Long)
   private val entries = new java.util.LinkedHashMap[String, Entry](1024, 0.75f, true)
@@ -35,9 +35,20 @@ object IndexCache {
     while (it.hasNext) { val e = it.next(); if (e.getKey.startsWith(prefix)) { used -= e.getValue.bytes; it.remove() } }
   }
 
+  /**
+   * Least recently used first, runs and remembered listings (keys with '#') before layouts: every lookup
+   * needs its layout, while a run serves only the values hashing to its block, so a lookup that reads many
+   * runs (a long IN list) never pushes out the layout it and the next lookup need.
+   */
   private def evict(): Unit = {
-    val it = entries.values().iterator()
-    while (used > maxBytes && it.hasNext) { used -= it.next().bytes; it.remove() }
+    if (used <= maxBytes) return
+    val runs = entries.entrySet().iterator()
+    while (used > maxBytes && runs.hasNext) {
+      val e = runs.next()
+      if (e.getKey.indexOf('#') >= 0) { used -= e.getValue.bytes; runs.remove() }
+    }
+    val rest = entries.values().iterator()
+    while (used > maxBytes && rest.hasNext) { used -= rest.next().bytes; rest.remove() }
   }
 
   def runKey(indexDir: Path, seg: Segment, block: Int): String = s"$indexDir/${seg.file}#$block"

@@ -30,8 +30,7 @@ final class Layout(
 
   /** Heap held by this layout, roughly (for the cache's budget). */
   def approximateBytes: Long = paths.approximateBytes + 16L * numFiles + 28L * numRowGroups +
-    columns.length * 38L * numRowGroups + 8L * segments.iterator.map(_.count.toLong).sum +
-    16L * numFiles /* path table */
+    columns.length * 17L * numRowGroups + 8L * segments.iterator.map(_.count.toLong).sum
 
   /** For each segment, the distinct encoding ids (of its column) of the row groups in its slots. */
   lazy val segmentEncodings: Array[Array[Int]] = segments.indices.map { s =>
@@ -66,11 +65,18 @@ final class ColumnSlice(
     val flags: Array[Byte],
     val segment: Array[Int],
     val slot: Array[Int],
-    // for builds and DESCRIBE, not for planning:
-    val nonNull: Array[Long],
-    val ndv: Array[Long],
-    val fpp: Array[Float],
-    val source: Array[Byte]) {
+    statsOf: () => ColumnSlice.Stats) {
+  def this(name: String, encodings: Array[ColumnEncoding], encoding: Array[Int], flags: Array[Byte], segment: Array[Int],
+           slot: Array[Int], nonNull: Array[Long], ndv: Array[Long], fpp: Array[Float], source: Array[Byte]) =
+    this(name, encodings, encoding, flags, segment, slot, { val s = ColumnSlice.Stats(nonNull, ndv, fpp, source); () => s })
+
+  // For builds, REFRESH and DESCRIBE, not for planning: a layout loaded for planning reads them on first use.
+  private lazy val stats = statsOf()
+  def nonNull: Array[Long] = stats.nonNull
+  def ndv: Array[Long] = stats.ndv
+  def fpp: Array[Float] = stats.fpp
+  def source: Array[Byte] = stats.source
+
   def hasNull(rg: Int): Boolean = (flags(rg) & ColumnSlice.HasNull) != 0
 
   /** Row groups that may hold a value but have no usable filter (no segment or unknown encoding): always read. */
@@ -84,6 +90,7 @@ final class ColumnSlice(
 }
 
 object ColumnSlice {
+  final case class Stats(nonNull: Array[Long], ndv: Array[Long], fpp: Array[Float], source: Array[Byte])
   val HasNull: Byte = 1
   val OnlyNulls: Byte = 2
   /** Where a filter came from, as stored in `source`. */

@@ -53,7 +53,12 @@ object LayoutCodec {
   }
 
   /** @throws java.io.IOException naming what is wrong when the bytes are not a valid layout. */
-  def decode(bytes: Array[Byte]): Layout = {
+  /**
+   * `reload`: when given, the per-row-group figures only builds and DESCRIBE use (non-null and distinct
+   * counts, FPP, source: 21 bytes per row group and column) are skipped, and read again from `reload()` (the
+   * same immutable file) on first use, so a layout held for planning is that much smaller.
+   */
+  def decode(bytes: Array[Byte], reload: Option[() => Array[Byte]] = None): Layout = {
     def fail(msg: String) = throw new java.io.IOException(s"damaged index layout: $msg")
     if (bytes.length < 12) fail(s"${bytes.length} bytes")
     val crc = new CRC32(); crc.update(bytes, 0, bytes.length - 4)
@@ -74,10 +79,23 @@ object LayoutCodec {
       val r = count()
       val (ordinal, start, end, rows) = (ints(r), longs(r), longs(r), longs(r))
       if (firstRg(0) != 0 || firstRg(f) != r) fail("row groups do not match the files")
-      val columns = Array.fill(count()) {
+      val numColumns = count()
+      val columns = Array.tabulate(numColumns) { c =>
         val name = str()
         val encodings = Array.fill(count())(ColumnEncoding(str(), str(), in.getInt, in.get != 0))
-        new ColumnSlice(name, encodings, ints(r), bytesOf(r), ints(r), ints(r), longs(r), longs(r), floats(r), bytesOf(r))
+        val (encoding, flags, segment, slot) = (ints(r), bytesOf(r), ints(r), ints(r))
+        reload match {
+          case None => new ColumnSlice(name, encodings, encoding, flags, segment, slot, longs(r), longs(r), floats(r), bytesOf(r))
+          case Some(again) =>
+            if (in.remaining() < 21L * r) fail("truncated")
+            in.position(in.position() + 21 * r)
+            new ColumnSlice(name, encodings, encoding, flags, segment, slot, () => {
+              val full = decode(again())
+              require(full.numRowGroups == r && full.columns.length == numColumns, "index layout changed on disk")
+              val fc = full.columns(c)
+              ColumnSlice.Stats(fc.nonNull, fc.ndv, fc.fpp, fc.source)
+            })
+        }
       }
       val segments = Array.fill(count())(Segment(str(), str(), in.getInt, in.getInt))
       if (in.hasRemaining) fail(s"${in.remaining()} trailing bytes")

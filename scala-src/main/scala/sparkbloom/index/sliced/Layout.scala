@@ -34,14 +34,23 @@ final class Layout(
 
   /** For each segment, the distinct encoding ids (of its column) of the row groups in its slots. */
   lazy val segmentEncodings: Array[Array[Int]] = segments.indices.map { s =>
-    val c = columns.find(_.name == segments(s).column)
-    c.map(col => slotToRg(s).iterator.filter(_ >= 0).map(col.encoding).filter(_ >= 0).toArray.distinct).getOrElse(Array.empty[Int])
+    columns.find(_.name == segments(s).column).map { col =>
+      val slots = slotToRg(s)
+      val seen = new java.util.BitSet()
+      var j = 0
+      while (j < slots.length) { val rg = slots(j); if (rg >= 0 && col.encoding(rg) >= 0) seen.set(col.encoding(rg)); j += 1 }
+      seen.stream().toArray
+    }.getOrElse(Array.empty[Int])
   }.toArray
 
   /** For each segment, the row group held in each slot. */
   lazy val slotToRg: Array[Array[Int]] = {
-    val out = segments.map(s => Array.fill(s.count)(-1))
-    for (c <- columns; rg <- 0 until numRowGroups if c.segment(rg) >= 0) out(c.segment(rg))(c.slot(rg)) = rg
+    val out = segments.map { s => val a = new Array[Int](s.count); java.util.Arrays.fill(a, -1); a }
+    for (c <- columns) {
+      val seg = c.segment; val slot = c.slot
+      var rg = 0
+      while (rg < numRowGroups) { if (seg(rg) >= 0) out(seg(rg))(slot(rg)) = rg; rg += 1 }
+    }
     out
   }
 }

@@ -13,7 +13,8 @@ import org.apache.spark.sql.functions._
  *
  * Writes (once, reused when present) a table of `files` one-row-group files of `rows` rows: `id` a unique
  * long, `u` a unique UUID-like string (too many distinct values for the dictionary), `c` a string of 50
- * values (dictionary-encoded), and a copy written with parquet-java's native bloom filters. Then, after
+ * values (dictionary-encoded), and a copy written with parquet-java's native bloom filters (expected NDV
+ * = `rows` per column). Then, after
  * one warm-up of each, times `reps` runs of (a) `select(id, u, c)` written to the noop sink, (b) the
  * scanning build (`spark.sparkbloom.harvest.enabled=false`), (c) the harvesting build over the copy, and
  * prints the medians and the ratios b/a and c/a. `jfr=scan|harvest` records a JFR profile (profile
@@ -42,7 +43,7 @@ object BuildSpeed {
     spark.sparkContext.setLogLevel("WARN")
 
     val plain = s"$root/plain-${files}x$rows"
-    val native = s"$root/native-${files}x$rows"
+    val native = s"$root/native-${files}x$rows-ndv"
     def write(dir: String, bloom: Boolean): Unit = if (!new File(dir, "_SUCCESS").exists()) {
       val df = spark.range(0L, files.toLong * rows, 1, files)
         .select(col("id"),
@@ -51,7 +52,9 @@ object BuildSpeed {
             lit("4abc"), lpad(hex(hash(col("id"))), 4, "0").substr(1, 4), lpad(hex(xxhash64(col("id"), lit(7))), 12, "0").substr(1, 12)).as("u"),
           concat(lit("category-"), (col("id") % 50).cast("string")).as("c"))
       val w = df.write.mode("overwrite")
-      (if (bloom) w.option("parquet.bloom.filter.enabled", "true") else w).parquet(dir)
+      // parquet-java's filters sized for the rows of a file (its default expects 1M values: 1 MiB each)
+      (if (bloom) cols.foldLeft(w.option("parquet.bloom.filter.enabled", "true")) { (w, c) =>
+        w.option(s"parquet.bloom.filter.expected.ndv#$c", rows.toString) } else w).parquet(dir)
     }
     write(plain, bloom = false)
     write(native, bloom = true)

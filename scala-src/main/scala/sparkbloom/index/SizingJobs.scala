@@ -35,11 +35,13 @@ object SizingJobs {
     val cols = columns.toArray
     sc.setJobDescription(s"sparkbloom: count values in ${files.size} footers")
     val counts = try {
-      sc.parallelize(files.map(_.path), math.max(1, math.min(files.size, sc.defaultParallelism * 4)))
-        .map { path =>
+      sc.parallelize(files, math.max(1, math.min(files.size, sc.defaultParallelism * 4)))
+        .map { f =>
           val out = new Array[Long](cols.length)
           try {
-            val footer = Footers.read(conf.value, new Path(path))
+            val footer = Footers.read(conf.value, new Path(f.path))
+            // The build job that follows reads this footer from here when it runs in the same JVM.
+            if (footer.fileLength == f.size) Footers.remember(f.path, f.size, f.mtime, footer.metadata)
             for (rg <- footer.rowGroups.indices; (c, i) <- cols.zipWithIndex) {
               val rows = footer.rowGroups(rg).numRows
               out(i) += footer.chunk(rg, c).flatMap(_.nullCount).map(n => math.max(0L, rows - n)).getOrElse(rows)

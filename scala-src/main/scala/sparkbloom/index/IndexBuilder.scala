@@ -202,6 +202,7 @@ object IndexBuilder {
         // The column reader over this row group's pages of `field`, read again when a fast path gave up.
         def slow(field: String, desc: ColumnDescriptor, pagesOk: Boolean): ChunkHasher.Hashed = {
           val ps = if (pagesOk) pages else { request(Seq(field)); reader.readRowGroup(rg) }
+          ChunkHasher.Counters.reader.incrementAndGet()
           ChunkHasher.hash(ps, projection, desc, footer.createdBy)
         }
         for ((p, field, desc, meta, way) <- jobs) {
@@ -209,12 +210,16 @@ object IndexBuilder {
             case 'd' =>
               ChunkHasher.hashDictionary(dictionaries.readDictionaryPage(desc), desc) match {
                 case Some(hs) =>
+                  ChunkHasher.Counters.dictionary.incrementAndGet()
                   val nulls = ChunkHasher.nullCount(meta).get
                   (hs, hs.length, meta.getValueCount - nulls, nulls > 0)
                 case None => val h = slow(field, desc, pagesOk = false); (h.hashes, h.count, h.count.toLong, h.nulls > 0)
               }
             case 'p' =>
-              val h = ChunkHasher.hashPlainPages(pages, desc, meta.getValueCount).getOrElse(slow(field, desc, pagesOk = false))
+              val h = ChunkHasher.hashPlainPages(pages, desc, meta.getValueCount) match {
+                case Some(h) => ChunkHasher.Counters.plain.incrementAndGet(); h
+                case None => slow(field, desc, pagesOk = false)
+              }
               (h.hashes, h.count, h.count.toLong, h.nulls > 0)
             case _ =>
               val h = slow(field, desc, pagesOk = true)

@@ -30,6 +30,13 @@ import sparkbloom.hash.PlainHash
 object ChunkHasher {
   final case class Hashed(hashes: Array[Long], count: Int, nulls: Long)
 
+  /** Chunks hashed each way in this JVM (tests check a fast path really ran, not only its fallback). */
+  object Counters {
+    val dictionary = new java.util.concurrent.atomic.AtomicLong
+    val plain = new java.util.concurrent.atomic.AtomicLong
+    val reader = new java.util.concurrent.atomic.AtomicLong
+  }
+
   /** The column reader path: every encoding parquet-java reads. */
   def hash(pages: PageReadStore, schema: MessageType, column: ColumnDescriptor, createdBy: String): Hashed = {
     val store = new ColumnReadStoreImpl(pages, new GroupRecordConverter(schema).getRootConverter, schema, createdBy)

@@ -109,6 +109,17 @@ class BuildFastPathSuite extends AnyFunSuite with LocalSpark {
     }
   }
 
+  test("the unrolled observed FPP equals the per-word product it replaced, to the bit") {
+    val rnd = new scala.util.Random(9)
+    for (blocks <- Seq(1, 7, 64, 1000); density <- Seq(0.05, 0.3, 0.9)) {
+      val words = Array.fill(blocks * 8)((0 until 32).foldLeft(0)((w, i) => if (rnd.nextDouble() < density) w | (1 << i) else w))
+      var sum = 0.0
+      for (b <- 0 until blocks) { var p = 1.0; for (w <- 0 until 8) p *= Integer.bitCount(words(b * 8 + w)) / 32.0; sum += p }
+      assert(java.lang.Double.doubleToRawLongBits(sparkbloom.sbbf.Sbbf.wrap(words).observedFpp) ==
+        java.lang.Double.doubleToRawLongBits(sum / blocks), s"$blocks blocks, density $density")
+    }
+  }
+
   test("a chunk mixing dictionary and PLAIN pages (dictionary fallback) takes the column reader and finds every value") {
     val dir = tempDir("mixed") + "/t"
     val n = 20000

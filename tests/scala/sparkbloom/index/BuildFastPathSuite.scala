@@ -9,6 +9,7 @@ import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.AllTypesData
+import sparkbloom.index.sliced.ColumnSlice
 import sparkbloom.parquet.{ChunkHasher, Footers}
 import sparkbloom.testing.LocalSpark
 
@@ -106,6 +107,37 @@ class BuildFastPathSuite extends AnyFunSuite with LocalSpark {
         val o = compare(q)
         assert(o.on == o.off)
       }
+    }
+  }
+
+  test("harvest first: files with native filters in one job, the rest scanned with the same sizing as without harvest") {
+    val dir = tempDir("harvest") + "/t"
+    def part(from: Long, native: Boolean): Unit = {
+      val w = spark.range(from, from + 4000, 1, 4).select(col("id"), concat(lit("v"), col("id").cast("string")).as("s"))
+        .write.mode("append")
+      (if (native) w.option("parquet.bloom.filter.enabled", "true").option("parquet.bloom.filter.expected.ndv#id", "1000")
+        .option("parquet.bloom.filter.expected.ndv#s", "1000") else w).parquet(dir)
+    }
+    part(0, native = true); part(100000, native = false)
+    val cols = Seq("id", "s")
+    val harvested = BloomIndexes.create(spark, TableRef.Path(dir), "h", cols.map(ColumnSpec(_)), Map.empty, ifNotExists = false)
+    spark.conf.set("spark.sparkbloom.harvest.enabled", "false")
+    try BloomIndexes.create(spark, TableRef.Path(dir), "s", cols.map(ColumnSpec(_)), Map.empty, ifNotExists = false)
+    finally spark.conf.unset("spark.sparkbloom.harvest.enabled")
+    assert(harvested.filtersHarvested == 8 && harvested.filtersScanned == 8, harvested.toString)
+    val (h, sc) = (loaded(dir, "h"), loaded(dir, "s"))
+    assert(h.layout.paths.toSet == sc.layout.paths.toSet)
+    for (col <- cols; f <- h.layout.paths.indices) {
+      val rgH = h.layout.firstRg(f); val rgS = sc.layout.firstRg(sc.layout.fileIndex.get(h.layout.paths(f)))
+      val ch = h.layout.column(col).get
+      if (ch.source(rgH) == ColumnSlice.sourceId("scan")) {
+        assert(java.util.Arrays.equals(filterBytes(h, col, rgH), filterBytes(sc, col, rgS)), s"$col ${h.layout.paths(f)}")
+        assert(ch.ndv(rgH) == sc.layout.column(col).get.ndv(rgS) && ch.fpp(rgH) == sc.layout.column(col).get.fpp(rgS))
+      } else assert(ch.source(rgH) == ColumnSlice.sourceId("harvest"))
+    }
+    val df = spark.read.parquet(dir)
+    for (q <- Seq(df.where(col("id") === 17L), df.where(col("s") === "v100017"), df.where(col("id") === -1L))) {
+      val o = compare(q); assert(o.on == o.off)
     }
   }
 

@@ -43,31 +43,82 @@ object IndexBuilder {
 
   def build(spark: SparkSession, files: Seq[DataFile], columns: Seq[IndexedColumn], harvest: Boolean,
             indexDir: Path, dataDirName: String, sizer: FilterSizer): BuildStats = {
-    val sc = spark.sparkContext
-    val conf = new SerializableConf(spark.sessionState.newHadoopConf())
-    val acc = Seq("rowGroups", "entries", "harvested", "scanned", "bytes").map(n => n -> sc.longAccumulator(s"sparkbloom.$n")).toMap
-    val skipped = sc.collectionAccumulator[String]("sparkbloom.skipped")
-    val slices = math.max(1, math.min(files.size, sc.defaultParallelism * 4))
-    val cols = columns.toArray
-    val dir = indexDir.toString
-    val fastPaths = BloomConf.buildFastPaths(spark)
-    val rdd = sc.parallelize(files, slices).mapPartitionsWithIndex { (partition, it) =>
-      val writer = new SegmentWriter(new Path(dir).getFileSystem(conf.value), new Path(dir), dataDirName, partition)
-      val entries = it.flatMap(f => indexFile(f, cols, harvest, sizer, conf.value, acc, skipped, fastPaths))
-        .map { case (row, fpp) => entryMeta(row, fpp, writer, cols) }.toArray
-      Iterator.single((entries, writer.close().toArray))
-    }
-    sc.setJobDescription(s"sparkbloom: index ${files.size} files")
-    val out = try rdd.collect() catch {
-      case e: Exception if rootMessage(e).exists(_.contains(EncryptedPrefix)) =>
-        throw new BloomIndexException(rootMessage(e).get.substring(rootMessage(e).get.indexOf(EncryptedPrefix) + EncryptedPrefix.length))
-    } finally sc.setJobDescription(null)
-    BuildStats(files.size - skipped.value.size, acc("rowGroups").value, acc("entries").value, acc("harvested").value,
-      acc("scanned").value, acc("bytes").value, skipped.value.asScala.toSeq, out.flatMap(_._1).toSeq, out.flatMap(_._2).toSeq)
+    val job = new Job(spark, columns, harvest, indexDir, dataDirName)
+    job.run(files, sizer, 0, Array.empty, deferScans = false)
+    job.stats(files.size)
   }
 
-  /** An entry row (IndexData.schema) as the driver needs it; its filter goes to the task's segments. */
-  /** `observedFpp`: the filter's, computed where it was built (`Sbbf.fromBytes(bytes).observedFpp`). */
+  /**
+   * Harvest first, for indexes sized by the table budget: one job reads every footer, counts the values the
+   * budget needs (exactly as [[SizingJobs.valuesUpperBound]] does) and indexes every file none of whose chunks
+   * needs a scan; only the files with a chunk to scan go to a second job, sized by `sizerFor` those counts
+   * plus `carried`. A table whose files all carry valid native filters is indexed in one job without reading
+   * a page; the filters are the same as with the sizing job first.
+   */
+  def buildHarvestFirst(spark: SparkSession, files: Seq[DataFile], columns: Seq[IndexedColumn], indexDir: Path,
+                        dataDirName: String, budgeted: Seq[String], carried: Map[String, Long],
+                        sizerFor: Map[String, Long] => FilterSizer): BuildStats = {
+    val job = new Job(spark, columns, harvest = true, indexDir, dataDirName)
+    val counted = budgeted.toArray
+    val first = job.run(files, null, 0, counted, deferScans = true)
+    val counts = first.map(_._4).foldLeft(new Array[Long](counted.length)) { (a, b) => a.indices.foreach(i => a(i) += b(i)); a }
+    val pending = first.flatMap(_._3).toSeq
+    if (pending.nonEmpty) {
+      val sizer = sizerFor(counted.indices.map(i => counted(i) -> (carried.getOrElse(counted(i), 0L) + counts(i))).toMap)
+      job.run(pending, sizer, first.length, Array.empty, deferScans = false)
+    }
+    job.stats(files.size)
+  }
+
+  /** One build's accumulators and results over one or two Spark jobs (partitions numbered across both). */
+  private final class Job(spark: SparkSession, columns: Seq[IndexedColumn], harvest: Boolean, indexDir: Path, dataDirName: String) {
+    private val sc = spark.sparkContext
+    private val conf = new SerializableConf(spark.sessionState.newHadoopConf())
+    private val acc = Seq("rowGroups", "entries", "harvested", "scanned", "bytes").map(n => n -> sc.longAccumulator(s"sparkbloom.$n")).toMap
+    private val skipped = sc.collectionAccumulator[String]("sparkbloom.skipped")
+    private val cols = columns.toArray
+    private val fastPaths = BloomConf.buildFastPaths(spark)
+    private val entries = mutable.Buffer[EntryMeta]()
+    private val segments = mutable.Buffer[Segment]()
+
+    /** Per partition: entries, segments, files deferred (their scans need sizing), value counts of `counted`. */
+    def run(files: Seq[DataFile], sizer: FilterSizer, partitionOffset: Int, counted: Array[String],
+            deferScans: Boolean): Array[(Array[EntryMeta], Array[Segment], Array[DataFile], Array[Long])] = {
+      if (files.isEmpty) return Array.empty
+      val slices = math.max(1, math.min(files.size, sc.defaultParallelism * 4))
+      val (cols, harvest, conf, acc, skipped, fastPaths) = (this.cols, this.harvest, this.conf, this.acc, this.skipped, this.fastPaths)
+      val dir = indexDir.toString
+      val dataDirName = this.dataDirName
+      val rdd = sc.parallelize(files, slices).mapPartitionsWithIndex { (partition, it) =>
+        val writer = new SegmentWriter(new Path(dir).getFileSystem(conf.value), new Path(dir), dataDirName, partitionOffset + partition)
+        val counts = new Array[Long](counted.length)
+        val deferred = mutable.Buffer[DataFile]()
+        val entries = it.flatMap { f =>
+          indexFile(f, cols, harvest, sizer, conf.value, acc, skipped, fastPaths, counted, counts, deferScans) match {
+            case Some(rows) => rows
+            case None => deferred += f; Nil
+          }
+        }.map { case (row, fpp) => entryMeta(row, fpp, writer, cols) }.toArray
+        Iterator.single((entries, writer.close().toArray, deferred.toArray, counts))
+      }
+      sc.setJobDescription(s"sparkbloom: index ${files.size} files")
+      val out = try rdd.collect() catch {
+        case e: Exception if rootMessage(e).exists(_.contains(EncryptedPrefix)) =>
+          throw new BloomIndexException(rootMessage(e).get.substring(rootMessage(e).get.indexOf(EncryptedPrefix) + EncryptedPrefix.length))
+      } finally sc.setJobDescription(null)
+      out.foreach { o => entries ++= o._1; segments ++= o._2 }
+      out
+    }
+
+    def stats(files: Int): BuildStats =
+      BuildStats(files - skipped.value.size, acc("rowGroups").value, acc("entries").value, acc("harvested").value,
+        acc("scanned").value, acc("bytes").value, skipped.value.asScala.toSeq, entries.toSeq, segments.toSeq)
+  }
+
+  /**
+   * An entry row (IndexData.schema) as the driver needs it; its filter goes to the task's segments.
+   * `observedFpp`: the filter's, computed where it was built (`Sbbf.fromBytes(bytes).observedFpp`).
+   */
   private def entryMeta(r: Row, observedFpp: Float, writer: SegmentWriter, cols: Array[IndexedColumn]): EntryMeta = {
     val column = r.getString(8)
     val bytes = r.getAs[Array[Byte]](17)
@@ -87,7 +138,8 @@ object IndexBuilder {
 
   private def indexFile(f: DataFile, cols: Array[IndexedColumn], harvest: Boolean, sizer: FilterSizer,
                         conf: Configuration, acc: Map[String, LongAccumulator], skipped: CollectionAccumulator[String],
-                        fastPaths: Boolean): Seq[(Row, Float)] = {
+                        fastPaths: Boolean, counted: Array[String], counts: Array[Long],
+                        deferScans: Boolean): Option[Seq[(Row, Float)]] = {
     val path = new Path(f.path)
     val input = HadoopInputFile.fromPath(path, conf)
     // The sizing job just read this footer in this JVM (same path, size and mtime as listed): reuse it.
@@ -96,13 +148,14 @@ object IndexBuilder {
       case e: Exception if isCrypto(e) =>
         throw new SparkException(s"${EncryptedPrefix}cannot index ${f.path}: its footer is encrypted and sparkbloom " +
           "does not copy membership of encrypted data into an unencrypted index")
-      case NonFatal(e) => skipped.add(s"${f.path}: not a readable Parquet file (${e.getMessage})"); return Nil
+      case NonFatal(e) => skipped.add(s"${f.path}: not a readable Parquet file (${e.getMessage})"); return Some(Nil)
     }
     // One stream per file for every native filter harvested from it.
     var harvestIn: SeekableInputStream = null
     val harvestStream = () => { if (harvestIn == null) harvestIn = input.newStream(); harvestIn }
     try {
       val footer = Footers.fromMetadata(reader.getFooter, input.getLength)
+      SizingJobs.addValueCounts(footer, counted, counts)
       for (c <- cols; rg <- footer.rowGroups.indices; ch <- footer.chunk(rg, c.name) if ch.encrypted)
         throw new SparkException(s"${EncryptedPrefix}cannot index column ${c.name}: it is encrypted in ${f.path}; " +
           "sparkbloom does not copy membership of encrypted values into an unencrypted index")
@@ -115,6 +168,12 @@ object IndexBuilder {
         if (p.scan) toScan((rg, c.name)) = p
         (rg, c, p)
       }
+      if (toScan.nonEmpty && deferScans) {
+        // Scans wait for the table's value counts; the next job takes this footer from here.
+        if (input.getLength == f.size) Footers.remember(f.path, f.size, f.mtime, footer.metadata)
+        return None
+      }
+      acc("harvested").add(plans.count(_._3.source == "harvest"))
       if (toScan.nonEmpty) scanChunks(reader, footer, toScan, cols, sizer, acc, fastPaths)
       for ((rg, c, p) <- plans) {
         val r = footer.rowGroups(rg)
@@ -128,7 +187,7 @@ object IndexBuilder {
           if (bytes == null) 0L else IndexStore.crc32(bytes)) -> observedFpp
       }
       acc("rowGroups").add(footer.rowGroups.size)
-      out.toSeq
+      Some(out.toSeq)
     } finally {
       try reader.close() finally if (harvestIn != null) harvestIn.close()
     }
@@ -159,7 +218,6 @@ object IndexBuilder {
         }
         harvested match {
           case Some(filter) =>
-            acc("harvested").add(1)
             val nulls = ch.nullCount
             new ColumnPlan(ch.encoding, nulls.forall(_ > 0), nulls.map(rows - _).getOrElse(-1L), -1L, filter, "harvest", scan = false, c)
           case None => new ColumnPlan(ch.encoding, true, -1L, -1L, null, "scan", scan = true, c)

@@ -66,28 +66,29 @@ object BuildSpeed {
       spark.conf.set("spark.sparkbloom.harvest.enabled", harvest.toString)
       n += 1
       spark.sql(s"CREATE BLOOM INDEX ix$n ON parquet.`$dir` (${cols.mkString(", ")})").collect()
-      spark.sql(s"DROP BLOOM INDEX ix$n ON parquet.`$dir`").collect()
     }
+    def drop(dir: String): Unit = spark.sql(s"DROP BLOOM INDEX ix$n ON parquet.`$dir`").collect()
     // Index dirs from earlier runs would only slow listing down.
     Seq(plain, native).foreach(d => deleteRecursively(new File(d, "_sparkbloom")))
 
-    def timed(name: String, f: () => Unit): Double = {
-      f() // warm-up
+    // `after` (dropping the index just built) runs after each run, outside the timing.
+    def timed(name: String, f: () => Unit, after: () => Unit): Double = {
+      f(); after() // warm-up
       val recording = if (jfr == name) {
         val r = new jdk.jfr.Recording(jdk.jfr.Configuration.getConfiguration("profile"))
         r.start(); Some(r)
       } else None
-      val ms = (1 to reps).map { _ => val t0 = System.nanoTime(); f(); (System.nanoTime() - t0) / 1e6 }
+      val ms = (1 to reps).map { _ => val t0 = System.nanoTime(); f(); val t = (System.nanoTime() - t0) / 1e6; after(); t }
       recording.foreach { r => r.stop(); r.dump(Paths.get(s"$root/$name.jfr")); r.close(); println(s"JFR: $root/$name.jfr") }
       val med = ms.sorted.apply(ms.size / 2)
       println(f"$name%-8s runs ${ms.map(m => f"$m%.0f").mkString(", ")} ms; median $med%.0f ms")
       med
     }
     val results = Seq(
-      "scan" -> (() => noop()),
-      "build" -> (() => build(plain, harvest = false)),
-      "harvest" -> (() => build(native, harvest = true))
-    ).filter(x => only.contains(x._1)).map { case (k, f) => k -> timed(k, f) }.toMap
+      ("scan", () => noop(), () => ()),
+      ("build", () => build(plain, harvest = false), () => drop(plain)),
+      ("harvest", () => build(native, harvest = true), () => drop(native))
+    ).filter(x => only.contains(x._1)).map { case (k, f, after) => k -> timed(k, f, after) }.toMap
     results.get("scan").foreach { s =>
       results.get("build").foreach(b => println(f"scanning build / noop scan   = ${b / s}%.2f"))
       results.get("harvest").foreach(h => println(f"harvesting build / noop scan = ${h / s}%.2f"))

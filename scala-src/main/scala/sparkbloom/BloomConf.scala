@@ -30,9 +30,16 @@ object BloomConf {
   /** Ceiling on filter bits per distinct value; past it the expected false reads rise instead. */
   val MaxBitsPerValue = "spark.sparkbloom.maxBitsPerValue"
 
+  /**
+   * Internal (tests and benchmarks): with false, every scanned chunk is hashed through parquet-java's column
+   * reader instead of from its dictionary page or PLAIN page bytes. The filters are the same either way.
+   */
+  val BuildFastPaths = "spark.sparkbloom.build.fastPaths"
+
   def enabled(s: SparkSession): Boolean = s.conf.get(Enabled, "true").toBoolean
   def indexRoot(s: SparkSession): Option[String] = Option(s.conf.get(IndexRoot, null)).filter(_.nonEmpty)
   def rowGroupPruning(s: SparkSession): Boolean = s.conf.get(RowGroupPruning, "true").toBoolean
+  def buildFastPaths(s: SparkSession): Boolean = s.conf.get(BuildFastPaths, "true").toBoolean
   def harvest(s: SparkSession): Boolean = s.conf.get(Harvest, "true").toBoolean
   def defaultFpp(s: SparkSession): Option[Double] = Option(s.conf.get(DefaultFpp, null)).filter(_.trim.nonEmpty).map(_.toDouble)
   def falseReadsPerKey(s: SparkSession): Double =

@@ -28,6 +28,8 @@ object PlainHash {
   def bytes(b: Array[Byte]): Long = xx.hashBytes(b)
   def bytes(b: Array[Byte], off: Int, len: Int): Long = xx.hashBytes(b, off, len)
   def bytes(b: java.nio.ByteBuffer): Long = xx.hashBytes(b)
+  /** `len` bytes of `b` from absolute index `off` (position and limit ignored). */
+  def bytes(b: java.nio.ByteBuffer, off: Int, len: Int): Long = xx.hashBytes(b, off, len)
 
   /** INT96 timestamp: 8 bytes of nanoseconds in the day then 4 bytes of Julian day, both little-endian. */
   def int96(nanosOfDay: Long, julianDay: Int, scratch: Array[Byte]): Long = {

@@ -148,12 +148,18 @@ object BloomIndexes {
     // The budget is shared by the table as it is now: carried row groups keep their filters, new ones are
     // sized against every current row group's values.
     val budgeted = cols.collect { case c if c.policy.isInstanceOf[FppPolicy.TableBudget] => c.name }
-    val sizer = FilterSizer(cols.map(c => c.name -> c.policy).toMap,
-      if (toBuild.isEmpty) Map.empty else SizingJobs.valuesUpperBound(spark, toBuild, budgeted, carried),
-      BloomConf.maxBitsPerValue(spark))
+    def sizerFor(values: Map[String, Long]) =
+      FilterSizer(cols.map(c => c.name -> c.policy).toMap, values, BloomConf.maxBitsPerValue(spark))
+    val harvest = BloomConf.harvest(spark)
     try {
       fs.mkdirs(dataDir)
-      val stats = IndexBuilder.build(spark, toBuild, cols, BloomConf.harvest(spark), dir, dataDirName, sizer)
+      val stats =
+        // Harvesting, the sizing counts come with the first job, and a second job scans only what must be.
+        if (harvest && budgeted.nonEmpty && toBuild.nonEmpty)
+          IndexBuilder.buildHarvestFirst(spark, toBuild, cols, dir, dataDirName, budgeted,
+            SizingJobs.carriedCounts(budgeted, carried), sizerFor)
+        else IndexBuilder.build(spark, toBuild, cols, harvest, dir, dataDirName,
+          sizerFor(if (toBuild.isEmpty) Map.empty else SizingJobs.valuesUpperBound(spark, toBuild, budgeted, carried)))
       if (stats.skipped.nonEmpty) log.warn(s"bloom index $name: files not indexed: ${stats.skipped.mkString("; ")}")
       val layout = LayoutAssembler.assemble(cols.map(_.name), carried, stats.entryMetas, stats.segments)
       val meta = IndexMeta(name, t.display, t.root.toString, cols, opts.fpp, opts.ndv, version, 0L, dataDirName,

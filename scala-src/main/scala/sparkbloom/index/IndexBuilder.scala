@@ -8,16 +8,20 @@ import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
+import org.apache.parquet.column.ColumnDescriptor
+import org.apache.parquet.column.page.DictionaryPageReadStore
 import org.apache.parquet.hadoop.ParquetFileReader
 import org.apache.parquet.hadoop.util.HadoopInputFile
+import org.apache.parquet.io.SeekableInputStream
 import org.apache.parquet.schema.MessageType
 import org.apache.spark.SparkException
 import org.apache.spark.sql.{Row, SparkSession}
 import org.apache.spark.util.{CollectionAccumulator, LongAccumulator}
 
+import sparkbloom.BloomConf
 import sparkbloom.index.sliced.{EntryMeta, Segment, SegmentWriter}
 import sparkbloom.parquet.{ChunkHasher, Footers, FooterInfo, NativeFilterReader}
-import sparkbloom.sbbf.{InvalidBloomFilterException, Sbbf, Sizing}
+import sparkbloom.sbbf.{InvalidBloomFilterException, Kernel, Sbbf, Sizing}
 
 /** A data file as listed when the build started. */
 final case class DataFile(path: String, size: Long, mtime: Long)
@@ -39,34 +43,87 @@ object IndexBuilder {
 
   def build(spark: SparkSession, files: Seq[DataFile], columns: Seq[IndexedColumn], harvest: Boolean,
             indexDir: Path, dataDirName: String, sizer: FilterSizer): BuildStats = {
-    val sc = spark.sparkContext
-    val conf = new SerializableConf(spark.sessionState.newHadoopConf())
-    val acc = Seq("rowGroups", "entries", "harvested", "scanned", "bytes").map(n => n -> sc.longAccumulator(s"sparkbloom.$n")).toMap
-    val skipped = sc.collectionAccumulator[String]("sparkbloom.skipped")
-    val slices = math.max(1, math.min(files.size, sc.defaultParallelism * 4))
-    val cols = columns.toArray
-    val dir = indexDir.toString
-    val rdd = sc.parallelize(files, slices).mapPartitionsWithIndex { (partition, it) =>
-      val writer = new SegmentWriter(new Path(dir).getFileSystem(conf.value), new Path(dir), dataDirName, partition)
-      val entries = it.flatMap(f => indexFile(f, cols, harvest, sizer, conf.value, acc, skipped))
-        .map(row => entryMeta(row, writer, cols)).toArray
-      Iterator.single((entries, writer.close().toArray))
-    }
-    sc.setJobDescription(s"sparkbloom: index ${files.size} files")
-    val out = try rdd.collect() catch {
-      case e: Exception if rootMessage(e).exists(_.contains(EncryptedPrefix)) =>
-        throw new BloomIndexException(rootMessage(e).get.substring(rootMessage(e).get.indexOf(EncryptedPrefix) + EncryptedPrefix.length))
-    } finally sc.setJobDescription(null)
-    BuildStats(files.size - skipped.value.size, acc("rowGroups").value, acc("entries").value, acc("harvested").value,
-      acc("scanned").value, acc("bytes").value, skipped.value.asScala.toSeq, out.flatMap(_._1).toSeq, out.flatMap(_._2).toSeq)
+    val job = new Job(spark, columns, harvest, indexDir, dataDirName)
+    job.run(files, sizer, 0, Array.empty, deferScans = false)
+    job.stats(files.size)
   }
 
-  /** An entry row (IndexData.schema) as the driver needs it; its filter goes to the task's segments. */
-  private def entryMeta(r: Row, writer: SegmentWriter, cols: Array[IndexedColumn]): EntryMeta = {
+  /**
+   * Harvest first, for indexes sized by the table budget: one job reads every footer, counts the values the
+   * budget needs (exactly as [[SizingJobs.valuesUpperBound]] does) and indexes every file none of whose chunks
+   * needs a scan; only the files with a chunk to scan go to a second job, sized by `sizerFor` those counts
+   * plus `carried`. A table whose files all carry valid native filters is indexed in one job without reading
+   * a page; the filters are the same as with the sizing job first.
+   */
+  def buildHarvestFirst(spark: SparkSession, files: Seq[DataFile], columns: Seq[IndexedColumn], indexDir: Path,
+                        dataDirName: String, budgeted: Seq[String], carried: Map[String, Long],
+                        sizerFor: Map[String, Long] => FilterSizer): BuildStats = {
+    val job = new Job(spark, columns, harvest = true, indexDir, dataDirName)
+    val counted = budgeted.toArray
+    val first = job.run(files, null, 0, counted, deferScans = true)
+    val counts = first.map(_._4).foldLeft(new Array[Long](counted.length)) { (a, b) => a.indices.foreach(i => a(i) += b(i)); a }
+    val pending = first.flatMap(_._3).toSeq
+    if (pending.nonEmpty) {
+      val sizer = sizerFor(counted.indices.map(i => counted(i) -> (carried.getOrElse(counted(i), 0L) + counts(i))).toMap)
+      job.run(pending, sizer, first.length, Array.empty, deferScans = false)
+    }
+    job.stats(files.size)
+  }
+
+  /** One build's accumulators and results over one or two Spark jobs (partitions numbered across both). */
+  private final class Job(spark: SparkSession, columns: Seq[IndexedColumn], harvest: Boolean, indexDir: Path, dataDirName: String) {
+    private val sc = spark.sparkContext
+    private val conf = new SerializableConf(spark.sessionState.newHadoopConf())
+    private val acc = Seq("rowGroups", "entries", "harvested", "scanned", "bytes").map(n => n -> sc.longAccumulator(s"sparkbloom.$n")).toMap
+    private val skipped = sc.collectionAccumulator[String]("sparkbloom.skipped")
+    private val cols = columns.toArray
+    private val fastPaths = BloomConf.buildFastPaths(spark)
+    private val entries = mutable.Buffer[EntryMeta]()
+    private val segments = mutable.Buffer[Segment]()
+
+    /** Per partition: entries, segments, files deferred (their scans need sizing), value counts of `counted`. */
+    def run(files: Seq[DataFile], sizer: FilterSizer, partitionOffset: Int, counted: Array[String],
+            deferScans: Boolean): Array[(Array[EntryMeta], Array[Segment], Array[DataFile], Array[Long])] = {
+      if (files.isEmpty) return Array.empty
+      val slices = math.max(1, math.min(files.size, sc.defaultParallelism * 4))
+      val (cols, harvest, conf, acc, skipped, fastPaths) = (this.cols, this.harvest, this.conf, this.acc, this.skipped, this.fastPaths)
+      val dir = indexDir.toString
+      val dataDirName = this.dataDirName
+      val rdd = sc.parallelize(files, slices).mapPartitionsWithIndex { (partition, it) =>
+        val writer = new SegmentWriter(new Path(dir).getFileSystem(conf.value), new Path(dir), dataDirName, partitionOffset + partition)
+        val counts = new Array[Long](counted.length)
+        val deferred = mutable.Buffer[DataFile]()
+        val entries = it.flatMap { f =>
+          indexFile(f, cols, harvest, sizer, conf.value, acc, skipped, fastPaths, counted, counts, deferScans) match {
+            case Some(rows) => rows
+            case None => deferred += f; Nil
+          }
+        }.map { case (row, fpp) => entryMeta(row, fpp, writer, cols) }.toArray
+        Iterator.single((entries, writer.close().toArray, deferred.toArray, counts))
+      }
+      sc.setJobDescription(s"sparkbloom: index ${files.size} files")
+      val out = try rdd.collect() catch {
+        case e: Exception if rootMessage(e).exists(_.contains(EncryptedPrefix)) =>
+          throw new BloomIndexException(rootMessage(e).get.substring(rootMessage(e).get.indexOf(EncryptedPrefix) + EncryptedPrefix.length))
+      } finally sc.setJobDescription(null)
+      out.foreach { o => entries ++= o._1; segments ++= o._2 }
+      out
+    }
+
+    def stats(files: Int): BuildStats =
+      BuildStats(files - skipped.value.size, acc("rowGroups").value, acc("entries").value, acc("harvested").value,
+        acc("scanned").value, acc("bytes").value, skipped.value.asScala.toSeq, entries.toSeq, segments.toSeq)
+  }
+
+  /**
+   * An entry row (IndexData.schema) as the driver needs it; its filter goes to the task's segments.
+   * `observedFpp`: the filter's, computed where it was built (`Sbbf.fromBytes(bytes).observedFpp`).
+   */
+  private def entryMeta(r: Row, observedFpp: Float, writer: SegmentWriter, cols: Array[IndexedColumn]): EntryMeta = {
     val column = r.getString(8)
     val bytes = r.getAs[Array[Byte]](17)
     val nonNull = r.getLong(14)
-    val fpp = if (nonNull == 0) 0f else if (bytes == null) 1f else Sbbf.fromBytes(bytes).observedFpp.toFloat
+    val fpp = if (nonNull == 0) 0f else if (bytes == null) 1f else observedFpp
     val (segment, slot) = if (bytes == null) (null, -1) else writer.add(column, cols.indexWhere(_.name == column), bytes)
     EntryMeta(r.getString(0), r.getLong(1), r.getLong(2), r.getInt(4), r.getLong(5), r.getLong(6), r.getLong(7), column,
       r.getString(9), r.getString(10), r.getInt(11), r.getBoolean(12), r.getBoolean(13), nonNull, r.getLong(15),
@@ -80,43 +137,60 @@ object IndexBuilder {
   }
 
   private def indexFile(f: DataFile, cols: Array[IndexedColumn], harvest: Boolean, sizer: FilterSizer,
-                        conf: Configuration, acc: Map[String, LongAccumulator], skipped: CollectionAccumulator[String]): Seq[Row] = {
+                        conf: Configuration, acc: Map[String, LongAccumulator], skipped: CollectionAccumulator[String],
+                        fastPaths: Boolean, counted: Array[String], counts: Array[Long],
+                        deferScans: Boolean): Option[Seq[(Row, Float)]] = {
     val path = new Path(f.path)
     val input = HadoopInputFile.fromPath(path, conf)
-    val reader = try ParquetFileReader.open(input) catch {
+    // The sizing job just read this footer in this JVM (same path, size and mtime as listed): reuse it.
+    val handed = Footers.take(f.path, f.size, f.mtime).filter(_ => input.getLength == f.size)
+    val reader = try handed.map(md => Footers.open(conf, path, md)).getOrElse(Footers.open(input)) catch {
       case e: Exception if isCrypto(e) =>
         throw new SparkException(s"${EncryptedPrefix}cannot index ${f.path}: its footer is encrypted and sparkbloom " +
           "does not copy membership of encrypted data into an unencrypted index")
-      case NonFatal(e) => skipped.add(s"${f.path}: not a readable Parquet file (${e.getMessage})"); return Nil
+      case NonFatal(e) => skipped.add(s"${f.path}: not a readable Parquet file (${e.getMessage})"); return Some(Nil)
     }
+    // One stream per file for every native filter harvested from it.
+    var harvestIn: SeekableInputStream = null
+    val harvestStream = () => { if (harvestIn == null) harvestIn = input.newStream(); harvestIn }
     try {
       val footer = Footers.fromMetadata(reader.getFooter, input.getLength)
+      SizingJobs.addValueCounts(footer, counted, counts)
       for (c <- cols; rg <- footer.rowGroups.indices; ch <- footer.chunk(rg, c.name) if ch.encrypted)
         throw new SparkException(s"${EncryptedPrefix}cannot index column ${c.name}: it is encrypted in ${f.path}; " +
           "sparkbloom does not copy membership of encrypted values into an unencrypted index")
-      val out = mutable.Buffer[Row]()
+      val out = mutable.Buffer[(Row, Float)]()
       val entriesPerFile = footer.rowGroups.size * cols.length
       // Decide per chunk: harvest, scan, or "no filter". Scans need the pages, read row group by row group.
       val toScan = mutable.Map[(Int, String), ColumnPlan]()
       val plans = for (rg <- footer.rowGroups.indices; c <- cols) yield {
-        val p = plan(f, footer, rg, c, harvest, input, acc)
+        val p = plan(f, footer, rg, c, harvest, harvestStream, acc)
         if (p.scan) toScan((rg, c.name)) = p
         (rg, c, p)
       }
-      if (toScan.nonEmpty) scanChunks(reader, footer, toScan, cols, sizer, acc)
+      if (toScan.nonEmpty && deferScans) {
+        // Scans wait for the table's value counts; the next job takes this footer from here.
+        if (input.getLength == f.size) Footers.remember(f.path, f.size, f.mtime, footer.metadata)
+        return None
+      }
+      acc("harvested").add(plans.count(_._3.source == "harvest"))
+      if (toScan.nonEmpty) scanChunks(reader, footer, toScan, cols, sizer, acc, fastPaths)
       for ((rg, c, p) <- plans) {
         val r = footer.rowGroups(rg)
         val bytes = if (p.filter == null) null else p.filter.toBytes
         if (bytes != null) acc("bytes").add(bytes.length)
         acc("entries").add(1)
+        val observedFpp = if (p.filter == null || p.nonNull == 0) 0f else p.filter.observedFpp.toFloat
         out += Row(f.path, f.size, f.mtime, entriesPerFile, rg, r.start, r.end, r.numRows, c.name,
           p.encoding.map(_.physical).orNull, p.encoding.map(_.logical).orNull, p.encoding.map(_.typeLength).getOrElse(0),
           p.encoding.exists(_.rebase), p.hasNull, p.nonNull, p.ndv, p.source, bytes,
-          if (bytes == null) 0L else IndexStore.crc32(bytes))
+          if (bytes == null) 0L else IndexStore.crc32(bytes)) -> observedFpp
       }
       acc("rowGroups").add(footer.rowGroups.size)
-      out.toSeq
-    } finally reader.close()
+      Some(out.toSeq)
+    } finally {
+      try reader.close() finally if (harvestIn != null) harvestIn.close()
+    }
   }
 
   private def isCrypto(e: Throwable): Boolean = {
@@ -130,7 +204,7 @@ object IndexBuilder {
                                  val scan: Boolean, val column: IndexedColumn)
 
   private def plan(f: DataFile, footer: FooterInfo, rg: Int, c: IndexedColumn, harvest: Boolean,
-                   input: HadoopInputFile, acc: Map[String, LongAccumulator]): ColumnPlan = {
+                   stream: () => SeekableInputStream, acc: Map[String, LongAccumulator]): ColumnPlan = {
     val rows = footer.rowGroups(rg).numRows
     footer.chunk(rg, c.name) match {
       case None => // column absent from this file: Spark reads it as all nulls
@@ -139,14 +213,11 @@ object IndexBuilder {
         new ColumnPlan(None, true, -1L, -1L, null, "unsupported-encoding", scan = false, c)
       case Some(ch) =>
         val harvested = if (!harvest || ch.bloomOffset.isEmpty) None else {
-          val in = input.newStream()
-          try Some(NativeFilterReader.read(in, footer.fileLength, ch.bloomOffset.get, ch.bloomLength))
+          try Some(NativeFilterReader.read(stream(), footer.fileLength, ch.bloomOffset.get, ch.bloomLength))
           catch { case _: InvalidBloomFilterException | _: java.io.IOException => None } // corrupt: scan instead
-          finally in.close()
         }
         harvested match {
           case Some(filter) =>
-            acc("harvested").add(1)
             val nulls = ch.nullCount
             new ColumnPlan(ch.encoding, nulls.forall(_ > 0), nulls.map(rows - _).getOrElse(-1L), -1L, filter, "harvest", scan = false, c)
           case None => new ColumnPlan(ch.encoding, true, -1L, -1L, null, "scan", scan = true, c)
@@ -154,28 +225,71 @@ object IndexBuilder {
     }
   }
 
+  /**
+   * Hashes the chunks of `toScan`, row group by row group, each the cheapest way its footer allows (see
+   * [[ChunkHasher]]): the dictionary page alone when every data page is dictionary-encoded, the PLAIN page
+   * bytes when every data page is PLAIN, the column reader otherwise (and whenever a page is not as the
+   * footer promised). `fastPaths = false` forces the column reader everywhere (tests compare the two).
+   */
   private def scanChunks(reader: ParquetFileReader, footer: FooterInfo, toScan: mutable.Map[(Int, String), ColumnPlan],
-                         cols: Array[IndexedColumn], sizer: FilterSizer, acc: Map[String, LongAccumulator]): Unit = {
+                         cols: Array[IndexedColumn], sizer: FilterSizer, acc: Map[String, LongAccumulator],
+                         fastPaths: Boolean): Unit = {
     val fileRows = footer.rowGroups.map(_.numRows).sum
-    val names = toScan.keys.map(_._2).toSeq.distinct.flatMap(footer.fieldName)
-    val projection = new MessageType(footer.schema.getName, names.map(n => footer.schema.getFields.get(footer.schema.getFieldIndex(n))).asJava)
-    reader.setRequestedSchema(projection)
+    val names = toScan.keys.map(_._2).toSeq.distinct.flatMap(footer.fieldName).distinct
+    def fieldsOf(ns: Seq[String]) = ns.map(n => footer.schema.getFields.get(footer.schema.getFieldIndex(n))).asJava
+    val projection = new MessageType(footer.schema.getName, fieldsOf(names))
+    def request(ns: Seq[String]): Unit = reader.setRequestedSchema(new MessageType(footer.schema.getName, fieldsOf(ns.distinct)))
     var rg = 0
     while (rg < footer.rowGroups.size) {
       val wanted = cols.flatMap(c => toScan.get((rg, c.name)))
       if (wanted.isEmpty) reader.skipNextRowGroup()
       else {
-        val pages = reader.readNextRowGroup()
-        for (p <- wanted) {
+        val jobs = wanted.map { p =>
           val field = footer.fieldName(p.column.name).get
           val desc = projection.getColumnDescription(Array(field))
-          val h = ChunkHasher.hash(pages, projection, desc, footer.createdBy)
-          val ndv = ChunkHasher.distinct(h.hashes, h.count)
+          val meta = footer.chunk(rg, p.column.name).map(_.meta).orNull
+          val way = if (!fastPaths || meta == null) 'r'
+            else if (ChunkHasher.dictionaryOnly(meta, desc)) 'd'
+            else if (ChunkHasher.plainOnly(meta, desc)) 'p'
+            else 'r'
+          (p, field, desc, meta, way)
+        }
+        val needPages = jobs.filter(_._5 != 'd').map(_._2).toSeq
+        val pages = if (needPages.isEmpty) { reader.skipNextRowGroup(); null } else { request(needPages); reader.readNextRowGroup() }
+        lazy val dictionaries: DictionaryPageReadStore = reader.getDictionaryReader(footer.blocks(rg))
+        // The column reader over this row group's pages of `field`, read again when a fast path gave up.
+        def slow(field: String, desc: ColumnDescriptor, pagesOk: Boolean): ChunkHasher.Hashed = {
+          val ps = if (pagesOk) pages else { request(Seq(field)); reader.readRowGroup(rg) }
+          ChunkHasher.Counters.reader.incrementAndGet()
+          ChunkHasher.hash(ps, projection, desc, footer.createdBy)
+        }
+        for ((p, field, desc, meta, way) <- jobs) {
+          val (hashes, count, nonNull, hasNull) = way match {
+            case 'd' =>
+              ChunkHasher.hashDictionary(dictionaries.readDictionaryPage(desc), desc) match {
+                case Some(hs) =>
+                  ChunkHasher.Counters.dictionary.incrementAndGet()
+                  val nulls = ChunkHasher.nullCount(meta).get
+                  (hs, hs.length, meta.getValueCount - nulls, nulls > 0)
+                case None => val h = slow(field, desc, pagesOk = false); (h.hashes, h.count, h.count.toLong, h.nulls > 0)
+              }
+            case 'p' =>
+              val h = ChunkHasher.hashPlainPages(pages, desc, meta.getValueCount) match {
+                case Some(h) => ChunkHasher.Counters.plain.incrementAndGet(); h
+                case None => slow(field, desc, pagesOk = false)
+              }
+              (h.hashes, h.count, h.count.toLong, h.nulls > 0)
+            case _ =>
+              val h = slow(field, desc, pagesOk = true)
+              (h.hashes, h.count, h.count.toLong, h.nulls > 0)
+          }
+          val ndv = ChunkHasher.distinct(hashes, count)
           val target = p.column.ndv.map(cap => math.min(cap, ndv.toLong)).getOrElse(ndv.toLong)
           val fpp = sizer.targetFpp(p.column.name, target, footer.rowGroups(rg).numRows, fileRows)
-          val filter = Sbbf.empty(IndexSizing.bytesFor(target, fpp))
-          filter.insertAll(h.hashes, 0, ndv)
-          p.filter = filter; p.hasNull = h.nulls > 0; p.nonNull = h.count; p.ndv = ndv
+          // The scalar kernel sets the same bits as the vector one, and needs no warm-up to be fast.
+          val filter = Sbbf.empty(IndexSizing.bytesFor(target, fpp), Kernel.scalar)
+          filter.insertAll(hashes, 0, ndv)
+          p.filter = filter; p.hasNull = hasNull; p.nonNull = nonNull; p.ndv = ndv
           acc("scanned").add(1)
         }
       }

@@ -6,7 +6,7 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 
 import sparkbloom.index.sliced.Layout
-import sparkbloom.parquet.Footers
+import sparkbloom.parquet.{FooterInfo, Footers}
 
 /** The Spark side of [[FppBudget]]: the table's value counts before a build, the filters' figures after it. */
 object SizingJobs {
@@ -18,10 +18,16 @@ object SizingJobs {
    * `carried` (unchanged since the previous version) are counted from its entries, the rest from their
    * footers, read in one Spark job. An unreadable file counts nothing here; the build reports it.
    */
-  def valuesUpperBound(spark: SparkSession, files: Seq[DataFile], columns: Seq[String],
-                       carried: Option[(Layout, Set[String])]): Map[String, Long] = {
-    if (columns.isEmpty) return Map.empty
-    val fromIndex = columns.map { name =>
+  /** Adds one file's non-null value counts of `columns` (rows − nulls, the rows without a null count) to `out`. */
+  def addValueCounts(footer: FooterInfo, columns: Array[String], out: Array[Long]): Unit =
+    for (rg <- footer.rowGroups.indices; (c, i) <- columns.zipWithIndex) {
+      val rows = footer.rowGroups(rg).numRows
+      out(i) += footer.chunk(rg, c).flatMap(_.nullCount).map(n => math.max(0L, rows - n)).getOrElse(rows)
+    }
+
+  /** The part of N counted from the carried entries of the previous version (see [[valuesUpperBound]]). */
+  def carriedCounts(columns: Seq[String], carried: Option[(Layout, Set[String])]): Map[String, Long] =
+    columns.map { name =>
       name -> carried.map { case (l, keep) =>
         val c = l.column(name)
         l.paths.indices.filter(f => keep.contains(l.paths(f))).iterator.flatMap(f => l.firstRg(f) until l.firstRg(f + 1)).map { rg =>
@@ -29,21 +35,25 @@ object SizingJobs {
         }.sum
       }.getOrElse(0L)
     }.toMap
+
+  def valuesUpperBound(spark: SparkSession, files: Seq[DataFile], columns: Seq[String],
+                       carried: Option[(Layout, Set[String])]): Map[String, Long] = {
+    if (columns.isEmpty) return Map.empty
+    val fromIndex = carriedCounts(columns, carried)
     if (files.isEmpty) return fromIndex
     val sc = spark.sparkContext
     val conf = new SerializableConf(spark.sessionState.newHadoopConf())
     val cols = columns.toArray
     sc.setJobDescription(s"sparkbloom: count values in ${files.size} footers")
     val counts = try {
-      sc.parallelize(files.map(_.path), math.max(1, math.min(files.size, sc.defaultParallelism * 4)))
-        .map { path =>
+      sc.parallelize(files, math.max(1, math.min(files.size, sc.defaultParallelism * 4)))
+        .map { f =>
           val out = new Array[Long](cols.length)
           try {
-            val footer = Footers.read(conf.value, new Path(path))
-            for (rg <- footer.rowGroups.indices; (c, i) <- cols.zipWithIndex) {
-              val rows = footer.rowGroups(rg).numRows
-              out(i) += footer.chunk(rg, c).flatMap(_.nullCount).map(n => math.max(0L, rows - n)).getOrElse(rows)
-            }
+            val footer = Footers.read(conf.value, new Path(f.path))
+            // The build job that follows reads this footer from here when it runs in the same JVM.
+            if (footer.fileLength == f.size) Footers.remember(f.path, f.size, f.mtime, footer.metadata)
+            addValueCounts(footer, cols, out)
           } catch { case NonFatal(_) => }
           out
         }

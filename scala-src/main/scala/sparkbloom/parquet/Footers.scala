@@ -4,9 +4,12 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
+import org.apache.parquet.ParquetReadOptions
+import org.apache.parquet.conf.{HadoopParquetConfiguration, ParquetConfiguration}
 import org.apache.parquet.hadoop.ParquetFileReader
 import org.apache.parquet.hadoop.metadata.{BlockMetaData, ColumnChunkMetaData, ParquetMetadata}
 import org.apache.parquet.hadoop.util.HadoopInputFile
+import org.apache.parquet.io.InputFile
 import org.apache.parquet.schema.MessageType
 
 import sparkbloom.hash.ColumnEncoding
@@ -16,12 +19,13 @@ final case class RowGroupRange(ordinal: Int, start: Long, end: Long, numRows: Lo
 
 /** One indexed column in one row group. */
 final case class ChunkInfo(column: String, encoding: Option[ColumnEncoding], nullCount: Option[Long],
-                           bloomOffset: Option[Long], bloomLength: Option[Int], encrypted: Boolean)
+                           bloomOffset: Option[Long], bloomLength: Option[Int], encrypted: Boolean,
+                           meta: ColumnChunkMetaData = null)
 
 /** Footer facts of one Parquet file, for a set of top-level columns. */
 final case class FooterInfo(rowGroups: IndexedSeq[RowGroupRange], fileLength: Long, schema: MessageType,
                             keyValueMetadata: java.util.Map[String, String], createdBy: String,
-                            blocks: IndexedSeq[BlockMetaData]) {
+                            blocks: IndexedSeq[BlockMetaData], metadata: ParquetMetadata = null) {
 
   /** The file's top-level field name for `column` (exact match first, then case-insensitive). */
   def fieldName(column: String): Option[String] = {
@@ -37,17 +41,50 @@ final case class FooterInfo(rowGroups: IndexedSeq[RowGroupRange], fileLength: Lo
         stats.filter(s => s.isNumNullsSet).map(_.getNumNulls),
         Some(c.getBloomFilterOffset).filter(_ >= 0),
         NativeFilterReader.storedLength(c),
-        c.isEncrypted)
+        c.isEncrypted, c)
     }
   }
 }
 
 object Footers {
+  /**
+   * The configuration behind `ParquetFileReader.open(file)`'s default read options, built once per JVM:
+   * `ParquetReadOptions.builder()` creates (and parses the XML of) a fresh Hadoop Configuration on every
+   * call, which cost more than reading the footer and the pages of a small file. Same settings, read once.
+   */
+  private lazy val defaultConf: ParquetConfiguration = new HadoopParquetConfiguration(new Configuration())
+
+  /** Fresh read options (each reader releases its own codec factory on close), without re-reading the XML. */
+  def readOptions(): ParquetReadOptions = ParquetReadOptions.builder(defaultConf).build()
+
+  /** `ParquetFileReader.open(input)` with the same default options. */
+  def open(input: InputFile): ParquetFileReader = ParquetFileReader.open(input, readOptions())
+
+  /** Opens `path` with a footer read earlier (by the sizing job), so it is not read again. */
+  def open(conf: Configuration, path: Path, footer: ParquetMetadata): ParquetFileReader =
+    new ParquetFileReader(conf, path, footer, readOptions())
+
   def read(conf: Configuration, path: Path): FooterInfo = {
     val input = HadoopInputFile.fromPath(path, conf)
-    val reader = ParquetFileReader.open(input)
+    val reader = open(input)
     try fromMetadata(reader.getFooter, input.getLength) finally reader.close()
   }
+
+  /**
+   * Footers read by the sizing job, handed to the build job that follows it in the same executor JVM
+   * (local mode, or a file scheduled on the same executor): keyed by path, listed size and mtime, taken
+   * (removed) by the build, softly referenced so memory pressure drops them. A miss just reads the footer.
+   */
+  private val handOver = new java.util.concurrent.ConcurrentHashMap[(String, Long, Long), java.lang.ref.SoftReference[ParquetMetadata]]()
+  private val HandOverMax = 100000
+
+  private def key(path: String, size: Long, mtime: Long): (String, Long, Long) = (path, size, mtime)
+
+  def remember(path: String, size: Long, mtime: Long, footer: ParquetMetadata): Unit =
+    if (handOver.size < HandOverMax) handOver.put(key(path, size, mtime), new java.lang.ref.SoftReference(footer))
+
+  def take(path: String, size: Long, mtime: Long): Option[ParquetMetadata] =
+    Option(handOver.remove(key(path, size, mtime))).flatMap(r => Option(r.get))
 
   /**
    * Row group i covers bytes [start_i, start_{i+1}) (the last one up to the footer). Spark's reader keeps
@@ -64,6 +101,6 @@ object Footers {
       RowGroupRange(i, starts(i), math.max(end, starts(i) + 1), blocks(i).getRowCount)
     }
     val fmd = md.getFileMetaData
-    FooterInfo(ranges, fileLength, fmd.getSchema, fmd.getKeyValueMetaData, fmd.getCreatedBy, blocks)
+    FooterInfo(ranges, fileLength, fmd.getSchema, fmd.getKeyValueMetaData, fmd.getCreatedBy, blocks, md)
   }
 }

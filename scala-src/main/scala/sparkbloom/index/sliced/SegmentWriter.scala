@@ -4,7 +4,7 @@ import java.util.zip.CRC32
 
 import scala.collection.mutable
 
-import org.apache.hadoop.fs.{FileSystem, Path}
+import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path}
 
 /** One (file, row group, column) entry of a build, as a task reports it to the driver (no filter bytes). */
 final case class EntryMeta(path: String, size: Long, mtime: Long, rowGroup: Int, start: Long, end: Long, rows: Long,
@@ -46,13 +46,28 @@ final class SegmentWriter(fs: FileSystem, indexDir: Path, dataDirName: String, p
   def close(): Seq[Segment] = { open.values.foreach(flush); open.clear(); written.toSeq }
 
   private def flush(b: Buffer): Unit = {
-    val out = fs.create(new Path(indexDir, b.file), true)
-    try out.write(SegmentWriter.blockMajor(b.filters.toSeq, b.blocks)) finally out.close()
+    SegmentWriter.write(fs, new Path(indexDir, b.file), SegmentWriter.blockMajor(b.filters.toSeq, b.blocks))
     written += Segment(b.file, b.column, b.blocks, b.filters.size)
   }
 }
 
 object SegmentWriter {
+  /**
+   * Writes a whole segment file. On the local file system straight through java.nio: Hadoop's
+   * RawLocalFileSystem (without its native library) forks a `chmod` process for every file it creates and
+   * another for its `.crc` side file, which cost more than a build task's own work. Segments carry a CRC32
+   * per run, so the side file adds nothing; readers open them through `fs` as before.
+   */
+  def write(fs: FileSystem, path: Path, bytes: Array[Byte]): Unit = fs match {
+    case local: LocalFileSystem =>
+      val file = local.pathToFile(path).toPath
+      java.nio.file.Files.createDirectories(file.getParent)
+      java.nio.file.Files.write(file, bytes)
+    case _ =>
+      val out = fs.create(path, true)
+      try out.write(bytes) finally out.close()
+  }
+
   /** Bytes of filters per segment file: bounds a build task's memory, not the read size of a probe. */
   val DefaultMaxBytes: Long = 32L << 20
 

@@ -42,7 +42,7 @@ def parse_args(argv=None):
     p.add_argument("--false-reads-per-key", type=float, default=0.1)
     p.add_argument("--max-bits-per-value", type=float, default=32.0)
     p.add_argument("--repeats", type=int, default=20)
-    p.add_argument("--cache-max-bytes", default="192m", help="spark.sparkbloom.cache.maxBytes (default: its default, 192m)")
+    p.add_argument("--cache-max-bytes", default="176m", help="spark.sparkbloom.cache.maxBytes (default: its default, 176m)")
     p.add_argument("--driver-memory", default="6g")
     p.add_argument("--data-dir", default="/tmp/sparkbloom-scale")
     p.add_argument("--rewrite", action="store_true", help="rewrite the index even if it exists")
@@ -51,6 +51,7 @@ def parse_args(argv=None):
     p.add_argument("--plot", action="store_true", help="with --sweep: write log-log plots to docs/img/")
     p.add_argument("--out", help="with --sweep: write all results to this JSON file")
     p.add_argument("--json", action="store_true", help="print only the JSON object")
+    p.add_argument("--plot-from", help="only plot the results saved by --out in this file")
     p.add_argument("--jfr", default="", help="record a JFR profile of the measure phase into this file")
     p.add_argument("--real-files", help="comma-separated file counts: real tables of one-row-group files (point lookups, "
                                         "files read, planning overhead over Spark's own listing)")
@@ -74,7 +75,7 @@ def make_session(args):
              .config("spark.jars", ",".join(jars))
              .config("spark.sql.extensions", "sparkbloom.SparkBloomExtensions")
              .config("spark.driver.extraJavaOptions", jvm_flags() + (
-                 f" -XX:StartFlightRecording=filename={args.jfr},settings=profile" if args.jfr and args.phase == "measure" else ""))
+                 f" -XX:StartFlightRecording=filename={args.jfr},settings=profile" if args.jfr and args.phase in ("measure", "real") else ""))
              .config("spark.driver.memory", args.driver_memory)
              .config("spark.ui.enabled", "false")
              .getOrCreate())
@@ -173,8 +174,11 @@ def plot(results, img_dir):
     fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
     panels = [("point_warm_ms", "point lookup, warm (ms)"), ("point_cold_ms", "point lookup, cold (ms)"),
               ("driver_heap_retained_mb", "driver heap retained (MB)")]
+    index_part = {"point_warm_ms": "index_point_warm_ms", "point_cold_ms": "index_point_cold_ms"}
     for ax, (key, title) in zip(axes, panels):
-        ax.loglog(ns, [max(r[key], 1e-3) for r in results], "o-", label="block-sliced (now)")
+        ax.loglog(ns, [max(r[key], 1e-3) for r in results], "o-", label="block-sliced (now), with file matching")
+        if key in index_part:
+            ax.loglog(ns, [max(r[index_part[key]], 1e-3) for r in results], "^-", label="block-sliced (now), index part")
         if all("whole" in r for r in results):
             ax.loglog(ns, [max(r["whole"][key], 1e-3) for r in results], "s--", label="whole index loaded (before)")
         ax.set_xlabel("row groups N")
@@ -205,6 +209,11 @@ def main(argv=None):
     args = parse_args(argv)
     if args.phase:
         return run_phase(args, args.row_groups)
+    if args.plot_from:
+        with open(args.plot_from) as f:
+            for p in plot(json.load(f), os.path.join(ROOT, "docs", "img")):
+                print("wrote", p, file=sys.stderr)
+        return
     if args.real_files:
         real = [phase(args, int(n), "real") for n in args.real_files.split(",")]
         for r in real:

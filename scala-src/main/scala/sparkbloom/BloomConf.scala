@@ -45,7 +45,7 @@ object BloomConf {
   def falseReadsPerKey(s: SparkSession): Double =
     s.conf.get(FalseReadsPerKey, index.FppPolicy.DefaultFalseReadsPerKey.toString).toDouble
   def cacheMaxBytes(s: SparkSession): Long =
-    org.apache.spark.network.util.JavaUtils.byteStringAsBytes(s.conf.get(CacheMaxBytes, "192m"))
+    org.apache.spark.network.util.JavaUtils.byteStringAsBytes(s.conf.get(CacheMaxBytes, "176m"))
   def maxBitsPerValue(s: SparkSession): Double =
     s.conf.get(MaxBitsPerValue, index.FppPolicy.DefaultMaxBitsPerValue.toString).toDouble
 }

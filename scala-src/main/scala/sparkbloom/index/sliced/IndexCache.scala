@@ -10,7 +10,7 @@ import org.apache.hadoop.fs.{FileSystem, Path}
  * goes stale; a new version simply uses new keys.
  */
 object IndexCache {
-  @volatile private var maxBytes: Long = 192L << 20
+  @volatile private var maxBytes: Long = 176L << 20
   private var used = 0L
   private final case class Entry(value: AnyRef, bytes: Long)
   private val entries = new java.util.LinkedHashMap[String, Entry](1024, 0.75f, true)

@@ -199,7 +199,11 @@ def test_a_standalone_cluster_builds_the_index_on_its_executors_and_skips_like_l
         assert on_cluster["num_files_on"] == on_local["num_files_on"], (name, on_cluster, on_local)
         [c] = on_cluster["skipping_on"]
         [l] = on_local["skipping_on"]
-        assert c == l, name
+        # The same decision (probe time and bytes read from storage depend on timing and on each driver's cache).
+        decision = ("index", "table", "predicate", "files_total", "files_kept", "row_groups_total", "row_groups_kept",
+                    "files_not_covered")
+        assert {k: c[k] for k in decision} == {k: l[k] for k in decision}, name
+        assert c["probe_time_ms"] >= 0 and c["index_bytes_read"] >= 0, (name, c)
         assert c["files_total"] == FILES and c["files_not_covered"] == 0, (name, c)
         assert c["files_kept"] == on_cluster["num_files_on"], (name, c)
         assert c["files_kept"] < FILES / 4, (name, c)  # the lookups really skip

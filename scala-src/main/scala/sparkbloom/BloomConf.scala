@@ -39,6 +39,14 @@ object BloomConf {
   def enabled(s: SparkSession): Boolean = s.conf.get(Enabled, "true").toBoolean
   def indexRoot(s: SparkSession): Option[String] = Option(s.conf.get(IndexRoot, null)).filter(_.nonEmpty)
   def rowGroupPruning(s: SparkSession): Boolean = s.conf.get(RowGroupPruning, "true").toBoolean
+  /**
+   * A split whose kept row groups are not contiguous is read piece by piece, and every extra piece opens the
+   * file (and reads its footer) again. It is read in pieces only when the bytes skipped are at least this much
+   * per extra piece; otherwise it is read whole (more rows, fewer opens: never fewer rows than needed).
+   */
+  val MinSkipPerExtraRead = "spark.sparkbloom.rowGroupPruning.minSkipPerExtraRead"
+  def minSkipPerExtraRead(s: SparkSession): Long =
+    org.apache.spark.network.util.JavaUtils.byteStringAsBytes(s.conf.get(MinSkipPerExtraRead, "1m"))
   def buildFastPaths(s: SparkSession): Boolean = s.conf.get(BuildFastPaths, "true").toBoolean
   def harvest(s: SparkSession): Boolean = s.conf.get(Harvest, "true").toBoolean
   def defaultFpp(s: SparkSession): Option[Double] = Option(s.conf.get(DefaultFpp, null)).filter(_.trim.nonEmpty).map(_.toDouble)

@@ -80,6 +80,39 @@ class SkippingSuite extends AnyFunSuite with LocalSpark {
     assert(s.rowGroupsKept == 1, s)
   }
 
+  test("a split with kept row groups far apart is read whole when the bytes skipped do not pay for the extra opens") {
+    import sparkbloom.scan.BloomParquetFileFormat.{pieces, readWhole}
+    val ranges = Array(0L, 100L, 300L, 400L, 900L, 1000L)
+    assert(pieces(ranges, 0, 1000) == Seq(0L -> 100L, 300L -> 400L, 900L -> 1000L))
+    assert(!readWhole(pieces(ranges, 0, 1000), 0, 1000, minSkipPerExtraRead = 350)) // 700 skipped >= 2 x 350
+    assert(readWhole(pieces(ranges, 0, 1000), 0, 1000, minSkipPerExtraRead = 351))
+    assert(!readWhole(Seq(300L -> 400L), 0, 1000, minSkipPerExtraRead = 1L << 40)) // one piece: no extra open
+    val dir = tempDir("rgwhole") + "/t"
+    spark.range(0, 100000, 1, 1).select(col("id"), sha2(col("id").cast("string"), 256).as("h"))
+      .write.option("parquet.block.size", 128 * 1024).parquet(dir)
+    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("h")), Map.empty, ifNotExists = false)
+    // h is a hash: min/max statistics cannot skip its row groups, only the index can.
+    val hs = spark.read.parquet(dir).where(col("id").isin(5L, 50005L, 99999L)).select("h").collect().map(_.getString(0))
+    def rowsScanned(threshold: String): Long = {
+      spark.conf.set("spark.sparkbloom.rowGroupPruning.minSkipPerExtraRead", threshold)
+      try {
+        val o = compare(spark.read.parquet(dir).where(col("h").isin(hs: _*)))
+        assert(o.on == o.off && o.on.size == 3, threshold)
+        assert(o.skipping.head.rowGroupsKept <= 3 && o.skipping.head.rowGroupsTotal > 6 && o.filesRead == 1, (threshold, o.skipping))
+        val q = spark.read.parquet(dir).where(col("h").isin(hs: _*))
+        q.collect()
+        collect(q.queryExecution.executedPlan) { case s: org.apache.spark.sql.execution.FileSourceScanExec =>
+          s.metrics("numOutputRows").value }.sum
+      } finally spark.conf.unset("spark.sparkbloom.rowGroupPruning.minSkipPerExtraRead")
+    }
+    // Spark cuts the file into splits; a split holding several kept row groups is read whole with "1g" (the
+    // bytes skipped are far under 1 GiB per extra piece), in pieces with "0"; a split holding none is not read.
+    val whole = rowsScanned("1g")
+    val pieced = rowsScanned("0")
+    assert(pieced < 100000 / 4, pieced)
+    assert(whole > 100000 / 2 && whole > 2 * pieced, (whole, pieced))
+  }
+
   test("row-group pruning gives the same rows with Spark's row-based (non-vectorised) reader") {
     val dir = tempDir("rgrow") + "/t"
     spark.range(0, 100000, 1, 1).select(col("id"), sha2(col("id").cast("string"), 256).as("h"))

@@ -33,12 +33,14 @@ class BloomParquetFileFormat(val selection: RowGroupSelection) extends ParquetFi
     val read = super.buildReaderWithPartitionValues(sparkSession, dataSchema, partitionSchema, requiredSchema,
       filters, options, hadoopConf)
     val sel = selection
+    val minSkip = sparkbloom.BloomConf.minSkipPerExtraRead(sparkSession)
     (file: PartitionedFile) => sel.get(file.toPath.toString) match {
       case None => read(file)
       case Some(ranges) =>
         val s = file.start; val e = file.start + file.length
         val pieces = BloomParquetFileFormat.pieces(ranges, s, e)
-        pieces.iterator.flatMap { case (a, b) => read(file.copy(start = a, length = b - a)) }
+        if (BloomParquetFileFormat.readWhole(pieces, s, e, minSkip)) read(file)
+        else pieces.iterator.flatMap { case (a, b) => read(file.copy(start = a, length = b - a)) }
     }
   }
 
@@ -47,6 +49,13 @@ class BloomParquetFileFormat(val selection: RowGroupSelection) extends ParquetFi
 
 object BloomParquetFileFormat {
   val NativeBloomFiltering = "parquet.filter.bloom.enabled"
+
+  /**
+   * Whether to read the split [s, e) whole rather than as `pieces`: only when there is more than one piece and
+   * the bytes skipped are under `minSkipPerExtraRead` per extra piece (each piece reopens the file).
+   */
+  def readWhole(pieces: Seq[(Long, Long)], s: Long, e: Long, minSkipPerExtraRead: Long): Boolean =
+    pieces.size > 1 && (e - s) - pieces.iterator.map(p => p._2 - p._1).sum < (pieces.size - 1).toLong * minSkipPerExtraRead
 
   /** Kept ranges (flattened pairs, sorted or not) merged where adjacent, intersected with [s, e). */
   def pieces(ranges: Array[Long], s: Long, e: Long): Seq[(Long, Long)] = {

@@ -118,3 +118,11 @@ def test_skipping_reports_index_bytes_and_probe_time_and_describe_sums_them(spar
     assert after["lookups"] - before["lookups"] == len(found)
     assert after["files_skipped"] - before["files_skipped"] == sum(s.files_skipped for s in found if "usage_ix" in s.index)
     assert after["index_bytes_read"] - before["index_bytes_read"] == sum(s.index_bytes_read for s in found if "usage_ix" in s.index)
+
+
+def test_scan_skipping_equality_is_the_decision_not_its_cost() -> None:
+    a = sparkbloom.ScanSkipping("ix on t", "t", "k = 1", 8, 1, 8, 1, 0, index_bytes_read=256, probe_time_ms=1.5)
+    b = sparkbloom.ScanSkipping("ix on t", "t", "k = 1", 8, 1, 8, 1, 0, index_bytes_read=0, probe_time_ms=0.2,
+                                distributed_probe=True)
+    assert a == b and a.as_dict()["index_bytes_read"] == 256
+    assert a != sparkbloom.ScanSkipping("ix on t", "t", "k = 1", 8, 2, 8, 2, 0)

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Dict, List
 
 from . import _jvm
@@ -35,11 +35,12 @@ class ScanSkipping:
     row_groups_kept: int
     files_not_covered: int
     """Files read because the index does not cover them (new or changed since it was built)."""
-    index_bytes_read: int = 0
+    # How the decision was reached, not what it was: left out of ``==`` (they depend on timing and caches).
+    index_bytes_read: int = field(default=0, compare=False)
     """Bytes of filter runs read from storage for this lookup (0 when the driver's cache had them)."""
-    probe_time_ms: float = 0.0
+    probe_time_ms: float = field(default=0.0, compare=False)
     """Planning time spent probing the indexes and deciding what to read."""
-    distributed_probe: bool = False
+    distributed_probe: bool = field(default=False, compare=False)
     """True when the runs did not fit ``spark.sparkbloom.cache.maxBytes`` and were probed by a Spark job."""
 
     @property

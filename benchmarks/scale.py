@@ -30,6 +30,8 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from e2e import jvm_flags  # noqa: E402  (the JVM flags of project/jvm-flags.txt, as e2e.py passes them)
 
 
 def parse_args(argv=None):
@@ -59,11 +61,6 @@ def parse_args(argv=None):
     p.add_argument("--phase", choices=["write", "measure", "whole", "real"], help=argparse.SUPPRESS)
     p.add_argument("--jars-dir", default=os.path.join(ROOT, "target", "bundle"))
     return p.parse_args(argv)
-
-
-def jvm_flags():
-    with open(os.path.join(ROOT, "project", "jvm-flags.txt")) as f:
-        return " ".join(l.strip() for l in f if l.strip() and not l.strip().startswith("#"))
 
 
 def make_session(args):

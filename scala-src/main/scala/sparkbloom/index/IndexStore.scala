@@ -124,8 +124,7 @@ object IndexStore {
   private def loadSliced(fs: FileSystem, indexDir: Path, meta: IndexMeta): IndexVersion = {
     val file = new Path(new Path(indexDir, meta.dataDir), LayoutFile)
     try {
-      // layout.bin ends with its own CRC32: read it without the local file system's .crc side file.
-      val raw = fs match { case c: org.apache.hadoop.fs.ChecksumFileSystem => c.getRawFileSystem; case other => other }
+      val raw = RunReader.withoutChecksumFiles(fs)
       def read(): Array[Byte] = {
         val in = raw.open(file)
         try { val b = new Array[Byte](raw.getFileStatus(file).getLen.toInt); in.readFully(0, b); b } finally in.close()

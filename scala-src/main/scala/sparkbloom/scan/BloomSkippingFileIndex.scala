@@ -201,7 +201,7 @@ object FileMatcher {
   }
 
   def summary(v: IndexVersion, statuses: Array[org.apache.hadoop.fs.FileStatus], fileNos: Array[Int]): Summary = {
-    val cached = sparkbloom.index.sliced.IndexCache.get[Matched](key(v, statuses)).filter(_.fileNos eq fileNos)
+    val cached = sparkbloom.index.sliced.IndexCache.get[Matched](key(v)).filter(_.fileNos eq fileNos)
     cached.flatMap(m => Option(m.summary)).getOrElse {
       val l = v.layout
       val posOfFile = Array.fill(l.numFiles)(-1)
@@ -227,11 +227,11 @@ object FileMatcher {
 
   // One remembered listing per index version (the newest replaces it), so a listing Spark has dropped is not
   // kept alive here for long.
-  private def key(v: IndexVersion, statuses: Array[org.apache.hadoop.fs.FileStatus]): String =
+  private def key(v: IndexVersion): String =
     s"${v.dir}@${v.meta.version}@${v.meta.dataDir}#listing"
 
   def matchListing(v: IndexVersion, statuses: Array[org.apache.hadoop.fs.FileStatus]): Array[Int] = {
-    val k = key(v, statuses)
+    val k = key(v)
     sparkbloom.index.sliced.IndexCache.get[Matched](k).filter(m => sameObjects(m.statuses, statuses)) match {
       case Some(m) => m.fileNos
       case None =>

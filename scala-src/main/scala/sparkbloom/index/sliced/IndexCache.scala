@@ -80,6 +80,15 @@ object IndexCache {
 
 /** Positioned reads of runs, with their CRCs checked. Used on the driver and in distributed probes. */
 object RunReader {
+  /**
+   * `fs` without Hadoop's checksummed local wrapper, which would also read a `.crc` side file: segments and
+   * `layout.bin` carry their own CRC32s.
+   */
+  def withoutChecksumFiles(fs: FileSystem): FileSystem = fs match {
+    case c: org.apache.hadoop.fs.ChecksumFileSystem => c.getRawFileSystem
+    case other => other
+  }
+
   def read(fs: FileSystem, file: Path, seg: Segment, blocks: Seq[Int]): Map[Int, Option[Array[Byte]]] = {
     val in = try fs.open(file) catch { case _: java.io.IOException => return blocks.map(_ -> None).toMap }
     try blocks.distinct.map { b =>

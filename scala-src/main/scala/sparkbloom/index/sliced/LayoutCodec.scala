@@ -52,8 +52,9 @@ object LayoutCodec {
     bytes.toByteArray
   }
 
-  /** @throws java.io.IOException naming what is wrong when the bytes are not a valid layout. */
   /**
+   * @throws java.io.IOException naming what is wrong when the bytes are not a valid layout.
+   *
    * `reload`: when given, the per-row-group figures only builds and DESCRIBE use (non-null and distinct
    * counts, FPP, source: 21 bytes per row group and column) are skipped, and read again from `reload()` (the
    * same immutable file) on first use, so a layout held for planning is that much smaller.

@@ -17,11 +17,7 @@ object Probers {
   final class Counters { @volatile var bytesRead = 0L; @volatile var distributed = false }
 
   def forVersion(spark: SparkSession, v: IndexVersion, counters: Counters): Prober = {
-    val fs = v.dir.getFileSystem(spark.sessionState.newHadoopConf()) match {
-      // Runs carry their own CRC32: skip the .crc side files of Hadoop's local checksummed file system.
-      case c: org.apache.hadoop.fs.ChecksumFileSystem => c.getRawFileSystem
-      case other => other
-    }
+    val fs = RunReader.withoutChecksumFiles(v.dir.getFileSystem(spark.sessionState.newHadoopConf()))
     requests => {
       val uncached = requests.iterator.filterNot(r => v.memorySegments.contains(r.segment.file)).map { r =>
         blocksOf(r).count(b => !IndexCache.contains(IndexCache.runKey(v.dir, r.segment, b))).toLong * r.segment.runBytes

@@ -36,6 +36,13 @@ object BloomConf {
    */
   val BuildFastPaths = "spark.sparkbloom.build.fastPaths"
 
+  /**
+   * Row-group pruning with the bloom filters stored inside the Parquet files, checked safely by sparkbloom at
+   * read time (corrupt filters ignored, both zeros probed, never on NaN), in place of parquet-java's own.
+   */
+  val NativeFilters = "spark.sparkbloom.nativeFilters.enabled"
+  def nativeFilters(s: SparkSession): Boolean = s.conf.get(NativeFilters, "true").toBoolean
+
   def enabled(s: SparkSession): Boolean = s.conf.get(Enabled, "true").toBoolean
   def indexRoot(s: SparkSession): Option[String] = Option(s.conf.get(IndexRoot, null)).filter(_.nonEmpty)
   def rowGroupPruning(s: SparkSession): Boolean = s.conf.get(RowGroupPruning, "true").toBoolean

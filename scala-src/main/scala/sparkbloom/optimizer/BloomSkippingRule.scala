@@ -1,36 +1,53 @@
 package sparkbloom.optimizer
 
+import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.{ExprId, Expression}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan}
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
+import org.apache.spark.sql.execution.datasources.v2.parquet.ParquetTable
+import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
 import sparkbloom.BloomConf
 import sparkbloom.index.{IndexStore, IndexVersion}
 import sparkbloom.index.sliced.IndexCache
-import sparkbloom.scan.{BloomParquetFileFormat, BloomSkippingFileIndex, RowGroupSelection}
+import sparkbloom.scan.{BloomParquetFileFormat, BloomSkippingFileIndex, NativeFilters, NativeMetrics, NativeSpec, RowGroupSelection}
 
 /**
- * For a Filter over a Parquet file relation whose table has bloom indexes on referenced columns, swaps
- * the relation's file index for a [[BloomSkippingFileIndex]] (drops files that cannot match) and its
- * format for a [[BloomParquetFileFormat]] (reads only row groups that may match, with Spark's own reader).
+ * For a Filter over a Parquet file relation:
+ *  - where the table has bloom indexes on referenced columns, swaps the relation's file index for a
+ *    [[BloomSkippingFileIndex]] (drops files that cannot match, at planning time);
+ *  - swaps its format for a [[BloomParquetFileFormat]], which reads only the row groups that may match
+ *    (by the index, and by the files' own bloom filters checked safely at read time: [[NativeFilters]],
+ *    `spark.sparkbloom.nativeFilters.enabled`), with Spark's own reader, and turns parquet-java's own
+ *    bloom-filter level off for the scan (it trusts corrupt filters and misses -0.0).
+ * For a Filter over Spark's V2 Parquet table it turns parquet-java's bloom-filter level off through the
+ * scan's options (no pruning of its own there yet).
  *
  * Conservative by construction: any exception, an unreadable index or a predicate it does not understand
- * leaves the plan as it was.
+ * leaves the plan as it was (for indexes) or reads every row group (for native filters).
  */
 class BloomSkippingRule(session: SparkSession) extends Rule[LogicalPlan] {
 
   override def apply(plan: LogicalPlan): LogicalPlan = {
     if (!BloomConf.enabled(session)) return plan
     IndexCache.setMaxBytes(BloomConf.cacheMaxBytes(session))
+    val native = BloomConf.nativeFilters(session)
     try plan.transformDown {
       case f @ Filter(cond, l @ LogicalRelation(rel: HadoopFsRelation, output, table, false, _))
           if rel.fileFormat.getClass == classOf[ParquetFileFormat] && !rel.location.isInstanceOf[BloomSkippingFileIndex] =>
-        rewrite(f, cond, l, rel, output.map(a => a.exprId -> a.name).toMap, table.map(_.location)).getOrElse(f)
+        rewrite(f, cond, l, rel, output.map(a => a.exprId -> a.name).toMap, table.map(_.location), native).getOrElse(f)
+      case f @ Filter(_, r: DataSourceV2Relation) if native && r.table.getClass == classOf[ParquetTable] &&
+          !Option(r.options.get(BloomParquetFileFormat.NativeBloomFiltering)).contains("false") =>
+        val opts = new java.util.HashMap[String, String](r.options.asCaseSensitiveMap())
+        opts.put(BloomParquetFileFormat.NativeBloomFiltering, "false")
+        f.copy(child = r.copy(options = new CaseInsensitiveStringMap(opts)))
     } catch {
       case NonFatal(e) =>
         logWarning(s"sparkbloom: skipping disabled for this query after an error: $e")
@@ -38,9 +55,43 @@ class BloomSkippingRule(session: SparkSession) extends Rule[LogicalPlan] {
     }
   }
 
-  private def rewrite(f: Filter, cond: org.apache.spark.sql.catalyst.expressions.Expression, l: LogicalRelation,
-                      rel: HadoopFsRelation, names: Map[org.apache.spark.sql.catalyst.expressions.ExprId, String],
-                      catalogLocation: Option[java.net.URI]): Option[LogicalPlan] = {
+  private def rewrite(f: Filter, cond: Expression, l: LogicalRelation, rel: HadoopFsRelation, names: Map[ExprId, String],
+                      catalogLocation: Option[java.net.URI], native: Boolean): Option[LogicalPlan] = {
+    val fromIndexes = indexes(cond, l, rel, names, catalogLocation)
+    if (fromIndexes.isEmpty && !native) return None
+    val selection = new RowGroupSelection(BloomConf.rowGroupPruning(session))
+    val location = fromIndexes.map { case (root, used) =>
+      new BloomSkippingFileIndex(session, rel.location, used, selection,
+        l.catalogTable.map(_.identifier.unquotedString).getOrElse(root.toString),
+        int96Probes = int96Probes)
+    }
+    val nativeSpec = if (!native) None else {
+      val partitionCols = rel.partitionSchema.fieldNames.map(_.toLowerCase(java.util.Locale.ROOT)).toSet
+      val dataCol = (id: ExprId) => names.get(id).filterNot(n => partitionCols.contains(n.toLowerCase(java.util.Locale.ROOT)))
+      val byFieldId = session.conf.get("spark.sql.parquet.fieldId.read.enabled", "false").toBoolean
+      val all = if (byFieldId) BloomPredicate.Unknown else BloomPredicate.translate(cond, dataCol)
+      val indexedCols = fromIndexes.toSeq.flatMap(_._2.flatMap(u => u._1.meta.columns.map(_.name.toLowerCase(java.util.Locale.ROOT)))).toSet
+      val covered = if (byFieldId) BloomPredicate.Unknown
+        else BloomPredicate.translate(cond, id => dataCol(id).filterNot(n => indexedCols.contains(n.toLowerCase(java.util.Locale.ROOT))))
+      val opts = NativeFilters.Options(session.sessionState.conf.caseSensitiveAnalysis, int96Probes)
+      val prunes = NativeFilters.prunable(all) || NativeFilters.prunable(covered)
+      Some(new NativeSpec(all, covered, opts, if (prunes) NativeMetrics(session.sparkContext) else null))
+    }
+    val format = new BloomParquetFileFormat(selection, nativeSpec)
+    // parquet-java's bloom level is also off through the relation's options (they reach the scan's Hadoop
+    // conf); the changed options also make the new relation compare unequal to the old one.
+    val key = BloomParquetFileFormat.NativeBloomFiltering
+    val options = rel.options + (key -> "false") ++
+      (if (rel.options.get(key).contains("false")) Map("sparkbloom.scan" -> "bloom") else Map.empty)
+    val newRel = rel.copy(location = location.getOrElse(rel.location), fileFormat = format, options = options)(rel.sparkSession)
+    Some(f.copy(child = l.copy(relation = newRel)))
+  }
+
+  private def int96Probes: Boolean = !session.conf.get("spark.sql.parquet.int96TimestampConversion", "false").toBoolean
+
+  /** The table root and the indexes that answer part of `cond`, if any. */
+  private def indexes(cond: Expression, l: LogicalRelation, rel: HadoopFsRelation, names: Map[ExprId, String],
+                      catalogLocation: Option[java.net.URI]): Option[(Path, Seq[(IndexVersion, BloomPredicate)])] = {
     val root = catalogLocation.map(new Path(_)).orElse(rel.location.rootPaths match {
       case Seq(single) => Some(single)
       case _ => None
@@ -55,7 +106,7 @@ class BloomSkippingRule(session: SparkSession) extends Rule[LogicalPlan] {
           try {
             IndexStore.latestMeta(fs, st.getPath)._1.flatMap { meta =>
               val indexed = meta.columns.map(_.name)
-              val lookup = (id: org.apache.spark.sql.catalyst.expressions.ExprId) =>
+              val lookup = (id: ExprId) =>
                 names.get(id).flatMap(n => indexed.find(_ == n).orElse(indexed.find(_.equalsIgnoreCase(n))))
               val pred = BloomPredicate.translate(cond, lookup)
               if (pred == BloomPredicate.Unknown) None
@@ -63,16 +114,7 @@ class BloomSkippingRule(session: SparkSession) extends Rule[LogicalPlan] {
             }
           } catch { case NonFatal(e) => logWarning(s"sparkbloom: ignoring index ${st.getPath}: $e"); None }
         }
-        if (used.isEmpty) None
-        else {
-          val selection = new RowGroupSelection(BloomConf.rowGroupPruning(session))
-          val index = new BloomSkippingFileIndex(session, rel.location, used, selection, l.catalogTable.map(_.identifier.unquotedString)
-            .getOrElse(r.toString),
-            int96Probes = !session.conf.get("spark.sql.parquet.int96TimestampConversion", "false").toBoolean)
-          val format = new BloomParquetFileFormat(selection)
-          val newRel = rel.copy(location = index, fileFormat = format)(rel.sparkSession)
-          Some(f.copy(child = l.copy(relation = newRel)))
-        }
+        if (used.isEmpty) None else Some(r -> used)
       }
     }
   }

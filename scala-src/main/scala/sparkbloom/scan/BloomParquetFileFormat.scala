@@ -7,6 +7,7 @@ import org.apache.spark.sql.execution.datasources.PartitionedFile
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.sources.Filter
 import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 
 /**
  * Spark's own Parquet format, reading only the row groups that may match. Spark's reader keeps a row
@@ -19,7 +20,8 @@ import org.apache.spark.sql.types.StructType
  * `bloom_filter_short_numbytes.parquet`), while the index only ever holds filters it validated (harvested)
  * or built itself, so it already does that job, safely. Statistics and dictionary filtering stay on.
  */
-class BloomParquetFileFormat(val selection: RowGroupSelection) extends ParquetFileFormat {
+class BloomParquetFileFormat(val selection: RowGroupSelection, val native: Option[NativeSpec] = None)
+    extends ParquetFileFormat {
 
   override def buildReaderWithPartitionValues(
       sparkSession: SparkSession,
@@ -34,17 +36,83 @@ class BloomParquetFileFormat(val selection: RowGroupSelection) extends ParquetFi
       filters, options, hadoopConf)
     val sel = selection
     val minSkip = sparkbloom.BloomConf.minSkipPerExtraRead(sparkSession)
-    (file: PartitionedFile) => sel.get(file.toPath.toString) match {
-      case None => read(file)
-      case Some(ranges) =>
-        val s = file.start; val e = file.start + file.length
-        val pieces = BloomParquetFileFormat.pieces(ranges, s, e)
-        if (BloomParquetFileFormat.readWhole(pieces, s, e, minSkip)) read(file)
-        else pieces.iterator.flatMap { case (a, b) => read(file.copy(start = a, length = b - a)) }
+    val nat = native.filter(n => NativeFilters.prunable(n.all) || NativeFilters.prunable(n.covered))
+    val conf = nat.map(_ => sparkSession.sparkContext.broadcast(new sparkbloom.index.SerializableConf(hadoopConf)))
+    (file: PartitionedFile) => {
+      val path = file.toPath.toString
+      val s = file.start; val e = file.start + file.length
+      val fromIndex = sel.get(path)
+      val fromNative = nat.flatMap { n =>
+        val pred = if (sel.decidedByIndex(path)) n.covered else n.all
+        n.decide(conf.get.value.value, file.toPath, s, e, pred)
+      }
+      val ranges = (fromIndex, fromNative) match {
+        case (Some(a), Some(b)) => Some(NativeFilters.intersect(a, b))
+        case (a, b) => a.orElse(b)
+      }
+      ranges match {
+        case None => read(file)
+        case Some(r) =>
+          val pieces = BloomParquetFileFormat.pieces(r, s, e)
+          if (pieces.isEmpty) Iterator.empty
+          else if (pieces.size == 1 && pieces.head == (s -> e)) read(file)
+          else if (BloomParquetFileFormat.readWhole(pieces, s, e, minSkip)) read(file)
+          else pieces.iterator.flatMap { case (a, b) => read(file.copy(start = a, length = b - a)) }
+      }
     }
   }
 
-  override def toString: String = "Parquet+Bloom"
+  override def toString: String = if (native.isDefined) "Parquet+Bloom(native filters checked)" else "Parquet+Bloom"
+
+  // ParquetFileFormat equals any ParquetFileFormat; this one only itself, so a rewritten relation never
+  // compares equal to the one it replaces.
+  override def equals(other: Any): Boolean = other match {
+    case b: BloomParquetFileFormat => b eq this
+    case _ => false
+  }
+  override def hashCode(): Int = System.identityHashCode(this)
+}
+
+/**
+ * Read-time pruning with the files' own (native) bloom filters: `all` for files no index decided, `covered`
+ * (the conjuncts on columns no index answered) for the others. Counts go to the scan's SQL metrics.
+ */
+final class NativeSpec(val all: sparkbloom.optimizer.BloomPredicate, val covered: sparkbloom.optimizer.BloomPredicate,
+                       val options: NativeFilters.Options, val metrics: NativeMetrics) extends Serializable {
+  /** The split's kept ranges, or None to read it as Spark would (nothing to decide, or any error). */
+  def decide(conf: Configuration, path: org.apache.hadoop.fs.Path, start: Long, end: Long,
+             pred: sparkbloom.optimizer.BloomPredicate): Option[Array[Long]] = {
+    if (!NativeFilters.prunable(pred)) None
+    else {
+      val t0 = System.nanoTime()
+      try {
+        val d = NativeFilters.decide(conf, path, start, end, pred, options)
+        d.foreach { x =>
+          metrics.rowGroupsChecked.add(x.considered); metrics.rowGroupsSkipped.add(x.pruned)
+          metrics.filtersInvalid.add(x.invalid)
+        }
+        d.filter(_.pruned > 0).map(_.ranges)
+      } catch {
+        case scala.util.control.NonFatal(_) => metrics.filesUnreadable.add(1); None // Spark's reader reports it
+      } finally metrics.time.add(System.nanoTime() - t0)
+    }
+  }
+}
+
+/** Executor-side counters of native bloom filtering (SQL metrics of the scan's BloomIndexSkipping node). */
+final class NativeMetrics(val rowGroupsChecked: SQLMetric, val rowGroupsSkipped: SQLMetric,
+                          val filtersInvalid: SQLMetric, val filesUnreadable: SQLMetric, val time: SQLMetric) extends Serializable {
+  def all: Map[String, SQLMetric] = Map("nativeRowGroupsChecked" -> rowGroupsChecked, "nativeRowGroupsSkipped" -> rowGroupsSkipped,
+    "nativeFiltersInvalid" -> filtersInvalid, "nativeFilesUnreadable" -> filesUnreadable, "nativeTime" -> time)
+}
+
+object NativeMetrics {
+  def apply(sc: org.apache.spark.SparkContext): NativeMetrics = new NativeMetrics(
+    SQLMetrics.createMetric(sc, "row groups checked with native bloom filters"),
+    SQLMetrics.createMetric(sc, "row groups skipped by native bloom filters"),
+    SQLMetrics.createMetric(sc, "native bloom filters ignored (corrupt or unsupported)"),
+    SQLMetrics.createMetric(sc, "files whose native filters could not be read"),
+    SQLMetrics.createNanoTimingMetric(sc, "native bloom filter time"))
 }
 
 object BloomParquetFileFormat {

@@ -34,30 +34,48 @@ case class BloomScanMetricsExec(child: SparkPlan) extends UnaryExecNode {
   }
 
   override def simpleString(maxFields: Int): String =
-    s"$nodeName ${index.map(i => s"[${i.indexNames}] [${i.predicateSql}]").getOrElse("")}"
+    s"$nodeName ${index.map(i => s"[${i.indexNames}] [${i.predicateSql}]").getOrElse("")}" +
+      BloomScanMetricsExec.nativeSpec(child).filter(_.metrics != null).map(n => s" native filters [${n.all.sql}]").getOrElse("")
 
-  override lazy val metrics: Map[String, SQLMetric] = Map(
+  private def native: Option[NativeMetrics] = BloomScanMetricsExec.nativeMetrics(child)
+
+  override lazy val metrics: Map[String, SQLMetric] = (if (index.isEmpty) Map.empty[String, SQLMetric] else Map(
     "filesSkipped" -> SQLMetrics.createMetric(sparkContext, "files skipped by bloom indexes"),
     "rowGroupsSkipped" -> SQLMetrics.createMetric(sparkContext, "row groups skipped by bloom indexes"),
     "filesNotCovered" -> SQLMetrics.createMetric(sparkContext, "files not covered by bloom indexes"),
     "indexBytesRead" -> SQLMetrics.createSizeMetric(sparkContext, "bloom index bytes read"),
-    "probeTime" -> SQLMetrics.createTimingMetric(sparkContext, "bloom index probe time"))
+    "probeTime" -> SQLMetrics.createTimingMetric(sparkContext, "bloom index probe time"))) ++
+    native.map(_.all).getOrElse(Map.empty) // updated by the scan's tasks
 
   override protected def doExecute(): RDD[InternalRow] = { val rdd = child.execute(); report(); rdd }
   override protected def doExecuteColumnar(): RDD[ColumnarBatch] = { val rdd = child.executeColumnar(); report(); rdd }
 
   /** Called once the scan has made its RDD, i.e. listed (and pruned) its files. */
-  private def report(): Unit = index.flatMap(_.lastSkipping).foreach { k =>
+  private def report(): Unit = if (index.isDefined) index.flatMap(_.lastSkipping).foreach { k =>
     metrics("filesSkipped").set(k.filesTotal - k.filesKept)
     metrics("rowGroupsSkipped").set(k.rowGroupsTotal - k.rowGroupsKept)
     metrics("filesNotCovered").set(k.filesNotCovered)
     metrics("indexBytesRead").set(k.indexBytesRead)
     metrics("probeTime").set(k.probeTimeNs / 1000000L)
     val executionId = sparkContext.getLocalProperty(SQLExecution.EXECUTION_ID_KEY)
-    SQLMetrics.postDriverMetricUpdates(sparkContext, executionId, metrics.values.toSeq)
+    SQLMetrics.postDriverMetricUpdates(sparkContext, executionId,
+      Seq("filesSkipped", "rowGroupsSkipped", "filesNotCovered", "indexBytesRead", "probeTime").map(metrics))
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): BloomScanMetricsExec = copy(child = newChild)
+}
+
+object BloomScanMetricsExec {
+  /** The native-filter counters of a scan that checks native bloom filters at read time. */
+  def nativeMetrics(p: SparkPlan): Option[NativeMetrics] = nativeSpec(p).flatMap(n => Option(n.metrics))
+
+  def nativeSpec(p: SparkPlan): Option[NativeSpec] = p match {
+    case s: FileSourceScanExec => s.relation.fileFormat match {
+      case b: BloomParquetFileFormat => b.native
+      case _ => None
+    }
+    case _ => None
+  }
 }
 
 /**
@@ -73,7 +91,8 @@ class BloomScanMetricsRule(session: SparkSession) extends ColumnarRule {
 
   private def wrap(p: SparkPlan): SparkPlan = p match {
     case m: BloomScanMetricsExec => m
-    case s: FileSourceScanExec if s.relation.location.isInstanceOf[BloomSkippingFileIndex] => BloomScanMetricsExec(s)
+    case s: FileSourceScanExec if s.relation.location.isInstanceOf[BloomSkippingFileIndex] ||
+      BloomScanMetricsExec.nativeMetrics(s).isDefined => BloomScanMetricsExec(s)
     case other if other.children.isEmpty => other
     case other =>
       val kids = other.children.map(wrap)

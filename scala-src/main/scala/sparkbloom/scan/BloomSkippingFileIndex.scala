@@ -74,6 +74,7 @@ class BloomSkippingFileIndex(
     }
     val matched = vs.map(v => FileMatcher.matchListing(v, statuses))
     val keptPos = new java.util.BitSet(statuses.length)
+    val uncoveredPos = Array.newBuilder[Int]
     filesTotal = statuses.length
 
     /** Decides listed file `pos`, covered by index `first` as its file `f0` (other indexes: `fileNo`). */
@@ -110,7 +111,7 @@ class BloomSkippingFileIndex(
       // Files not covered are read; a covered file is read only if one of its row groups may match.
       val m = FileMatcher.summary(vs(0), statuses, matched(0))
       notCovered = m.notCovered.length
-      m.notCovered.foreach(p => keptPos.set(p))
+      m.notCovered.foreach { p => keptPos.set(p); uncoveredPos += p }
       rgTotal = m.coveredRowGroups
       val l = layouts(0); val bits = bitsOf(0)
       var rg = bits.nextSetBit(0)
@@ -128,7 +129,7 @@ class BloomSkippingFileIndex(
       while (pos < statuses.length) {
         var first = -1; var i = 0
         while (i < vs.length) { fileNo(i) = matched(i)(pos); if (first < 0 && fileNo(i) >= 0) first = i; i += 1 }
-        if (first < 0) { notCovered += 1; keptPos.set(pos) }
+        if (first < 0) { notCovered += 1; keptPos.set(pos); uncoveredPos += pos }
         else { rgTotal += layouts(first).firstRg(fileNo(first) + 1) - layouts(first).firstRg(fileNo(first)); decide(pos, first, fileNo) }
         pos += 1
       }
@@ -149,6 +150,7 @@ class BloomSkippingFileIndex(
       b.result()
     }
     selection.add(ranges.result())
+    selection.addNotCovered(uncoveredPos.result().map(p => statuses(p).getPath.toString))
     val s = ScanSkipping(indexes.map(i => s"${i._1.meta.name} on ${i._1.meta.table}").distinct.mkString(", "), tableName,
       predicateSql, filesTotal, filesKept, rgTotal + notCovered, rgKept + notCovered, notCovered,
       indexBytesRead = counters.bytesRead, probeTimeNs = System.nanoTime() - t0, distributedProbe = counters.distributed)
@@ -258,7 +260,13 @@ object FileMatcher {
 /** Row-group byte ranges that may match, per file path; shared by the file index and the file format. */
 final class RowGroupSelection(val enabled: Boolean) extends Serializable {
   @volatile private var ranges: Map[String, Array[Long]] = Map.empty
+  @volatile private var uncovered: Set[String] = Set.empty
+  @volatile private var decided = false
   def add(more: Map[String, Array[Long]]): Unit = synchronized { if (enabled) ranges = ranges ++ more }
   /** [start, end) pairs, flattened, of the row groups to read; None = read the whole file. */
   def get(path: String): Option[Array[Long]] = ranges.get(path)
+  /** Records the listed files no index covers (an index decided every other listed file). */
+  def addNotCovered(paths: Iterable[String]): Unit = synchronized { decided = true; uncovered = uncovered ++ paths }
+  /** Whether an index decided this file at planning time (false: no index, or the file is new or changed). */
+  def decidedByIndex(path: String): Boolean = decided && !uncovered.contains(path)
 }

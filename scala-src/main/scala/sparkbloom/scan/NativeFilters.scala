@@ -1,0 +1,164 @@
+package sparkbloom.scan
+
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.apache.parquet.hadoop.util.HadoopInputFile
+import org.apache.parquet.io.SeekableInputStream
+
+import sparkbloom.encoding.ValueHasher
+import sparkbloom.hash.ColumnEncoding
+import sparkbloom.optimizer.BloomPredicate
+import sparkbloom.optimizer.BloomPredicate._
+import sparkbloom.parquet.{FooterInfo, Footers, NativeFilterReader}
+import sparkbloom.sbbf.{InvalidBloomFilterException, Sbbf}
+
+/**
+ * Row-group pruning at read time with the bloom filters a file's writer stored (parquet-java, Spark, pyarrow,
+ * arrow-rs, DataFusion, DuckDB ...), done safely, in place of parquet-java's own bloom-filter level:
+ *
+ *  - each filter is read through [[NativeFilterReader]], the validated reader the harvest uses: an offset or
+ *    length outside the file, an unreadable header, a header that disagrees with the stored length or an
+ *    unknown algorithm, hash or compression means "no filter" (the row group is kept) and is counted;
+ *  - literals are encoded in the chunk's own physical type and annotation ([[ValueHasher]]), the same code
+ *    the index probes with: floating zero probes both +0.0 and -0.0, NaN and anything that cannot be encoded
+ *    exactly (a legacy-calendar file, a cast, a collation, INT96 under `int96TimestampConversion`) keeps it;
+ *  - encrypted chunks, columns the file does not have or cannot encode, and `IS NULL` keep the row group
+ *    (statistics filtering, which stays Spark's, handles nulls).
+ *
+ * AND prunes when either side prunes, OR only when both do. Only row groups whose midpoint lies in the split
+ * are decided (those are the ones Spark's reader would read from it); the answer is their kept byte ranges,
+ * for [[BloomParquetFileFormat.pieces]].
+ */
+object NativeFilters {
+
+  /**
+   * What the file's native filters say about the row groups of one split.
+   * @param considered row groups of the split whose filters were consulted
+   * @param kept       of those, the ones that may match
+   * @param ranges     flattened [start, end) byte ranges of every row group of the file except the pruned ones
+   * @param invalid    filters that were present but unusable (corrupt, unsupported), so their row groups were kept
+   * @param filtersRead filters read and used
+   */
+  final case class Decision(considered: Int, kept: Int, ranges: Array[Long], invalid: Int, filtersRead: Int) {
+    def pruned: Int = considered - kept
+  }
+
+  /**
+   * @param caseSensitive `spark.sql.caseSensitive`: match predicate columns to the file's fields exactly;
+   *                      otherwise an exact match first, then a case-insensitive one (as Spark's reader)
+   * @param int96Probes   false under `spark.sql.parquet.int96TimestampConversion` (INT96 values are shifted)
+   */
+  final case class Options(caseSensitive: Boolean, int96Probes: Boolean) extends Serializable
+
+  /** Opens `path`, reads its footer and decides the split [start, end). None: nothing to decide. */
+  def decide(conf: Configuration, path: Path, start: Long, end: Long, pred: BloomPredicate, opts: Options): Option[Decision] = {
+    if (!prunable(pred)) return None
+    val input = HadoopInputFile.fromPath(path, conf)
+    val reader = Footers.open(input)
+    try {
+      val footer = Footers.fromMetadata(reader.getFooter, input.getLength)
+      val in = input.newStream()
+      try decide(in, input.getLength, footer, start, end, pred, opts) finally in.close()
+    } finally reader.close()
+  }
+
+  /** Decides the split [start, end) of a file whose footer was read; `in` reads the filters. */
+  def decide(in: SeekableInputStream, fileLength: Long, footer: FooterInfo, start: Long, end: Long,
+             pred: BloomPredicate, opts: Options): Option[Decision] = {
+    if (!prunable(pred)) return None
+    var considered, kept, invalid, read = 0
+    val ranges = Array.newBuilder[Long]
+    val hashCache = new java.util.HashMap[(In, ColumnEncoding), Array[Long]]()
+
+    def filterOf(rg: Int, column: String): Option[(Sbbf, ColumnEncoding)] = {
+      val name = fieldName(footer, column, opts.caseSensitive)
+      name.flatMap(n => footer.chunk(rg, n)).flatMap { c =>
+        if (c.encrypted || c.encoding.isEmpty || c.bloomOffset.isEmpty) None
+        else if (!opts.int96Probes && c.encoding.get.physical == "INT96") None
+        else try {
+          val f = NativeFilterReader.read(in, fileLength, c.bloomOffset.get, c.bloomLength)
+          read += 1
+          Some(f -> c.encoding.get)
+        } catch {
+          case _: InvalidBloomFilterException => invalid += 1; None
+          case NonFatal(_) => invalid += 1; None
+        }
+      }
+    }
+
+    def mightMatch(rg: Int, p: BloomPredicate, filters: scala.collection.mutable.Map[String, Option[(Sbbf, ColumnEncoding)]]): Boolean = p match {
+      case Unknown => true
+      case Nothing => false
+      case IsNull(_) => true
+      case in: In =>
+        filters.getOrElseUpdate(in.column, filterOf(rg, in.column)) match {
+          case None => true
+          case Some((f, enc)) =>
+            var hs = hashCache.get((in, enc))
+            if (hs == null && !hashCache.containsKey((in, enc))) {
+              val parts = in.values.map(v => ValueHasher.hashes(v, in.dataType, enc))
+              hs = if (parts.exists(_ == null)) null else parts.flatten.distinct.toArray
+              hashCache.put((in, enc), hs)
+            }
+            hs == null || f.mightContainAny(hs)
+        }
+      case And(l, r) => mightMatch(rg, l, filters) && mightMatch(rg, r, filters)
+      case Or(l, r) => mightMatch(rg, l, filters) || mightMatch(rg, r, filters)
+    }
+
+    var rg = 0
+    while (rg < footer.rowGroups.length) {
+      val r = footer.rowGroups(rg)
+      val block = footer.blocks(rg)
+      val mid = block.getStartingPos + block.getCompressedSize / 2
+      val inSplit = mid >= start && mid < end
+      val keep = !inSplit || {
+        considered += 1
+        val m = mightMatch(rg, pred, scala.collection.mutable.Map.empty)
+        if (m) kept += 1
+        m
+      }
+      if (keep) { ranges += r.start; ranges += r.end }
+      rg += 1
+    }
+    Some(Decision(considered, kept, ranges.result(), invalid, read))
+  }
+
+  /** Whether `p` could ever prune a row group through equality filters (else no file is opened). */
+  def prunable(p: BloomPredicate): Boolean = p match {
+    case Unknown | IsNull(_) => false
+    case Nothing | In(_, _, _) => true
+    case And(l, r) => prunable(l) || prunable(r)
+    case Or(l, r) => prunable(l) && prunable(r)
+  }
+
+  private def fieldName(f: FooterInfo, column: String, caseSensitive: Boolean): Option[String] = {
+    if (caseSensitive) { if (f.schema.containsField(column)) Some(column) else None }
+    else {
+      import scala.jdk.CollectionConverters._
+      val names = f.schema.getFields.asScala.map(_.getName)
+      names.find(_ == column).orElse {
+        val ci = names.filter(_.equalsIgnoreCase(column))
+        if (ci.size == 1) ci.headOption else None // ambiguous: Spark's reader fails; never decide on it
+      }
+    }
+  }
+
+  /** Kept ranges of `a` that are also in `b` (both flattened [start, end) pairs over the same row groups). */
+  def intersect(a: Array[Long], b: Array[Long]): Array[Long] = {
+    val out = Array.newBuilder[Long]
+    var i = 0
+    while (i < a.length) {
+      var j = 0
+      while (j < b.length) {
+        val lo = math.max(a(i), b(j)); val hi = math.min(a(i + 1), b(j + 1))
+        if (lo < hi) { out += lo; out += hi }
+        j += 2
+      }
+      i += 2
+    }
+    out.result()
+  }
+}

@@ -275,6 +275,10 @@ def test_random_conditions_return_the_same_rows_with_native_filters_and_with_an_
     try:
         d = sparkbloom.indexes(spark, path)[0].describe()
         assert d["files_covered"] == 3 and d["problems"] == [], d
+        # Every filter the writer stored is valid and harvested; pyarrow's chunks (no filters) are scanned.
+        chunks = 3 * 4 * len(fw.NAMES)
+        expected = (0, chunks) if writer == "pyarrow" else (chunks, 0)
+        assert (d["filters_harvested"], d["filters_scanned"]) == expected, d
         results["index"] = []
         index_skipped = 0
         for c in conds:

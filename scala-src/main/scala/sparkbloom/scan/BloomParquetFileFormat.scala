@@ -117,6 +117,8 @@ object NativeMetrics {
 
 object BloomParquetFileFormat {
   val NativeBloomFiltering = "parquet.filter.bloom.enabled"
+  /** parquet-java's dictionary filtering (`ParquetInputFormat.DICTIONARY_FILTERING_ENABLED`). */
+  val DictionaryFiltering = "parquet.filter.dictionary.enabled"
 
   /**
    * Whether to read the split [s, e) whole rather than as `pieces`: only when there is more than one piece and

@@ -126,3 +126,31 @@ def test_scan_skipping_equality_is_the_decision_not_its_cost() -> None:
                                 distributed_probe=True)
     assert a == b and a.as_dict()["index_bytes_read"] == 256
     assert a != sparkbloom.ScanSkipping("ix on t", "t", "k = 1", 8, 2, 8, 2, 0)
+
+
+@pytest.mark.usefixtures("bloom_enabled")
+def test_without_an_index_the_files_own_bloom_filters_skip_row_groups_at_read_time(
+        spark: SparkSession, tmp_path: Path) -> None:
+    path = str(tmp_path / "native")
+    (spark.range(0, 4000, 1, 2).selectExpr("id AS key", "concat('v-', id) AS v")
+     .write.option("parquet.bloom.filter.enabled#key", "true").option("parquet.enable.dictionary", "false")
+     .option("parquet.block.size", "4096").parquet(path))
+    df = spark.read.parquet(path)
+
+    def rows(condition: str) -> List[Row]:
+        return sorted(df.where(condition).collect())
+
+    spark.conf.set("spark.sparkbloom.enabled", "false")
+    spark.conf.set("spark.sql.parquet.filterPushdown", "false")  # the truth: no row-group filtering at all
+    try:
+        truth = rows("key = 1234")
+    finally:
+        spark.conf.unset("spark.sql.parquet.filterPushdown")
+    spark.conf.set("spark.sparkbloom.enabled", "true")
+    query = df.where("key = 1234")
+    assert sorted(query.collect()) == truth and [r.v for r in truth] == ["v-1234"]
+    [s] = sparkbloom.skipping(query)
+    assert s.index == "" and s.files_total == 2 and s.files_not_covered == 2
+    assert s.native_row_groups_checked > 4 and s.native_row_groups_skipped == s.native_row_groups_checked - 1
+    assert (s.row_groups_total, s.row_groups_kept) == (s.native_row_groups_checked, 1)
+    assert s.native_filters_invalid == 0

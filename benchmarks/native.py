@@ -75,7 +75,7 @@ def run(spark, sql, runs):
     m.pop("skipping", None)
     m.update(native_metrics(df))
     m["bytes_read"] = e2e.input_bytes_of_group(spark, group)
-    m["median_ms"] = statistics.median(times) * 1000
+    m["median_ms"] = statistics.median(times) * 1000 if times else None
     m["runs_ms"] = [x * 1000 for x in times]
     return m, e2e.norm(rows)
 

@@ -86,6 +86,38 @@ class NativeFiltersSuite extends AnyFunSuite with LocalSpark {
     } finally spark.conf.set("spark.sql.sources.useV1SourceList", old)
   }
 
+  test("Spark's V2 Parquet scan prunes row groups with native filters at read time, with Spark's V2 reader") {
+    val old = spark.conf.get("spark.sql.sources.useV1SourceList")
+    spark.conf.set("spark.sql.sources.useV1SourceList", "")
+    try {
+      val t = () => spark.read.parquet(keyed)
+      for (pred <- Seq(col("id") === 4321L, col("s") === "k-77", col("id").isin((0 until 15).map(i => (i * 1000L): Any): _*),
+          col("id") === 5L || col("s") === "k-12000", col("id") === -1L)) {
+        val r = withSparkbloom(t().where(pred))
+        assert(r.rows == truth(t().where(pred)), pred)
+        assert(r.nativeSkipped > 0, s"$pred: $r")
+        val plan = r.df.queryExecution.executedPlan.toString
+        assert(plan.contains("BatchScan") && plan.contains("NativeBloomFilters"), plan)
+      }
+      for (vectorized <- Seq("true", "false")) { // Spark's columnar and row readers
+        spark.conf.set("spark.sql.parquet.enableVectorizedReader", vectorized)
+        try {
+          val pred = col("id").isin(3L, 9000L, 15999L)
+          val r = withSparkbloom(t().where(pred))
+          assert(r.rows == truth(t().where(pred)) && r.rows.size == 3 && r.nativeSkipped > 0, s"vectorized=$vectorized $r")
+        } finally spark.conf.unset("spark.sql.parquet.enableVectorizedReader")
+      }
+      // an aggregate pushed into the scan answers from footers: never narrowed
+      spark.conf.set("spark.sql.parquet.aggregatePushdown", "true")
+      try {
+        val q = () => t().where(col("id") === 4321L).agg(max(col("id")))
+        assert(withSparkbloom(q()).rows == truth(q()))
+      } finally spark.conf.unset("spark.sql.parquet.aggregatePushdown")
+      val skip = SkippingReport.forPlan(withSparkbloom(t().where(col("id") === 4321L)).df.queryExecution.executedPlan)
+      assert(skip.size == 1 && skip.head.index.isEmpty && skip.head.nativeRowGroupsSkipped > 0, skip)
+    } finally spark.conf.set("spark.sql.sources.useV1SourceList", old)
+  }
+
   test("DuckDB's corrupt filters (short and bad numBytes) are ignored: r = 200 gives 100 rows, r = 0 gives 1000") {
     for ((file, value, expected) <- Seq(("duckdb/bloom_filter_short_numbytes.parquet", 200L, 100L),
         ("duckdb/bloom_filter_bad_numbytes.parquet", 0L, 1000L), ("duckdb/bloom_filter_bad_length_range.parquet", 0L, 1000L))) {

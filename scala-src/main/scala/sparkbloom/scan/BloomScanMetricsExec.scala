@@ -8,6 +8,8 @@ import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.execution.{ColumnarRule, FileSourceScanExec, SQLExecution, SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+import org.apache.spark.sql.execution.datasources.v2.BatchScanExec
+import org.apache.spark.sql.execution.datasources.v2.parquet.ParquetScan
 import org.apache.spark.sql.vectorized.ColumnarBatch
 
 /**
@@ -74,6 +76,10 @@ object BloomScanMetricsExec {
       case b: BloomParquetFileFormat => b.native
       case _ => None
     }
+    case b: BatchScanExec => b.scan match {
+      case v: BloomParquetScanV2 => Some(v.spec)
+      case _ => None
+    }
     case _ => None
   }
 }
@@ -93,6 +99,13 @@ class BloomScanMetricsRule(session: SparkSession) extends ColumnarRule {
     case m: BloomScanMetricsExec => m
     case s: FileSourceScanExec if s.relation.location.isInstanceOf[BloomSkippingFileIndex] ||
       BloomScanMetricsExec.nativeMetrics(s).isDefined => BloomScanMetricsExec(s)
+    case b: BatchScanExec if b.scan.getClass == classOf[ParquetScan] && sparkbloom.BloomConf.enabled(session) &&
+        sparkbloom.BloomConf.nativeFilters(session) =>
+      // Spark's V2 Parquet scan: the files' own bloom filters at read time (issue 13).
+      BloomParquetScanV2.wrap(b.scan.asInstanceOf[ParquetScan], session.sessionState.conf.caseSensitiveAnalysis,
+        !session.conf.get("spark.sql.parquet.int96TimestampConversion", "false").toBoolean,
+        sparkbloom.BloomConf.minSkipPerExtraRead(session), session.sparkContext)
+        .map(w => BloomScanMetricsExec(b.copy(scan = w))).getOrElse(b)
     case other if other.children.isEmpty => other
     case other =>
       val kids = other.children.map(wrap)

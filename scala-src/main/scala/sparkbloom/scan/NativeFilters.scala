@@ -71,8 +71,11 @@ object NativeFilters {
       footers.put(key, new java.lang.ref.SoftReference(f))
       f
     }
-    val in = org.apache.parquet.hadoop.util.HadoopStreams.wrap(fs.open(path))
-    try decide(in, fileSize, footer, start, end, pred, opts) finally in.close()
+    // The file is opened only if a filter must be read (a file without filters costs no open once its footer
+    // is cached).
+    var opened: SeekableInputStream = null
+    val in = new LazyStream(() => { opened = org.apache.parquet.hadoop.util.HadoopStreams.wrap(fs.open(path)); opened })
+    try decide(in, fileSize, footer, start, end, pred, opts) finally if (opened != null) opened.close()
   }
 
   final val MaxFooters = 20000
@@ -190,4 +193,17 @@ object NativeFilters {
     }
     out.result()
   }
+}
+
+/** A stream opened on first use (only seek/readFully/getPos are used by the filter reader). */
+private[scan] final class LazyStream(open: () => SeekableInputStream) extends SeekableInputStream {
+  private lazy val in = open()
+  override def getPos: Long = in.getPos
+  override def seek(newPos: Long): Unit = in.seek(newPos)
+  override def readFully(bytes: Array[Byte]): Unit = in.readFully(bytes)
+  override def readFully(bytes: Array[Byte], start: Int, len: Int): Unit = in.readFully(bytes, start, len)
+  override def read(buf: java.nio.ByteBuffer): Int = in.read(buf)
+  override def readFully(buf: java.nio.ByteBuffer): Unit = in.readFully(buf)
+  override def read(): Int = in.read()
+  override def close(): Unit = ()
 }

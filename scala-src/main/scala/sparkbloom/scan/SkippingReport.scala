@@ -40,9 +40,16 @@ object SkippingReport extends AdaptiveSparkPlanHelper {
       val files = s.metrics.get("numFiles").map(_.value).getOrElse(0L)
       val pred = BloomScanMetricsExec.nativeSpec(s).map(_.all.sql).getOrElse("")
       Some(withNative(s, ScanSkipping("", s.relation.location.rootPaths.mkString(", "), pred, files, files, 0L, 0L, files)))
+    case b: org.apache.spark.sql.execution.datasources.v2.BatchScanExec if BloomScanMetricsExec.nativeMetrics(b).isDefined =>
+      val v = b.scan.asInstanceOf[BloomParquetScanV2]
+      val files = v.planInputPartitions().iterator.flatMap {
+        case f: org.apache.spark.sql.execution.datasources.FilePartition => f.files.iterator.map(_.filePath)
+        case _ => Iterator.empty
+      }.toSet.size.toLong
+      Some(withNative(b, ScanSkipping("", v.fileIndex.rootPaths.mkString(", "), v.spec.all.sql, files, files, 0L, 0L, files)))
   }.flatten
 
-  private def withNative(s: FileSourceScanExec, k: ScanSkipping): ScanSkipping =
+  private def withNative(s: SparkPlan, k: ScanSkipping): ScanSkipping =
     BloomScanMetricsExec.nativeMetrics(s) match {
       case None => k
       case Some(m) =>

@@ -108,31 +108,35 @@ class BloomSkippingRule(session: SparkSession) extends Rule[LogicalPlan] {
       case Seq(single) => Some(single)
       case _ => None
     })
-    root.flatMap { r =>
-      val conf = session.sessionState.newHadoopConf()
-      val fs = r.getFileSystem(conf)
-      val base = IndexStore.indexesDir(fs.makeQualified(r), BloomConf.indexRoot(session))
-      if (!fs.exists(base)) None
-      else {
-        val used: Seq[(IndexVersion, BloomPredicate)] = fs.listStatus(base).toSeq.filter(_.isDirectory).flatMap { st =>
-          try {
-            IndexStore.latestMeta(fs, st.getPath)._1.flatMap { meta =>
-              val indexed = meta.columns.map(_.name)
-              val lookup = (id: ExprId) =>
-                names.get(id).flatMap(n => indexed.find(_ == n).orElse(indexed.find(_.equalsIgnoreCase(n))))
-              val pred = BloomPredicate.translate(cond, lookup)
-              if (pred == BloomPredicate.Unknown) None
-              else Some(IndexStore.load(fs, conf, st.getPath, meta) -> pred)
-            }
-          } catch { case NonFatal(e) => logWarning(s"sparkbloom: ignoring index ${st.getPath}: $e"); None }
-        }
-        if (used.isEmpty) None else Some(r -> used)
-      }
-    }
+    root.flatMap(r => BloomSkippingRule.indexesAt(session, r, cond, names))
   }
 }
 
-object BloomSkippingRule {
+object BloomSkippingRule extends org.apache.spark.internal.Logging {
+  /** The indexes stored for the table at `root` that answer part of `cond` (`names`: attribute -> column). */
+  def indexesAt(session: SparkSession, root: Path, cond: Expression,
+                names: Map[ExprId, String]): Option[(Path, Seq[(IndexVersion, BloomPredicate)])] = {
+    val conf = session.sessionState.newHadoopConf()
+    val fs = root.getFileSystem(conf)
+    val base = IndexStore.indexesDir(fs.makeQualified(root), BloomConf.indexRoot(session))
+    if (!fs.exists(base)) None
+    else {
+      val used: Seq[(IndexVersion, BloomPredicate)] = fs.listStatus(base).toSeq.filter(_.isDirectory).flatMap { st =>
+        try {
+          IndexStore.latestMeta(fs, st.getPath)._1.flatMap { meta =>
+            val indexed = meta.columns.map(_.name)
+            val lookup = (id: ExprId) =>
+              names.get(id).flatMap(n => indexed.find(_ == n).orElse(indexed.find(_.equalsIgnoreCase(n))))
+            val pred = BloomPredicate.translate(cond, lookup)
+            if (pred == BloomPredicate.Unknown) None
+            else Some(IndexStore.load(fs, conf, st.getPath, meta) -> pred)
+          }
+        } catch { case NonFatal(e) => logWarning(s"sparkbloom: ignoring index ${st.getPath}: $e"); None }
+      }
+      if (used.isEmpty) None else Some(root -> used)
+    }
+  }
+
   /** Whether `cond` holds a float or double literal equal to zero (either sign). */
   def comparesWithFloatingZero(cond: Expression): Boolean = cond.exists {
     case org.apache.spark.sql.catalyst.expressions.Literal(v: Double, _) => v == 0.0d

@@ -32,6 +32,10 @@ case class BloomScanMetricsExec(child: SparkPlan) extends UnaryExecNode {
       case b: BloomSkippingFileIndex => Some(b)
       case _ => None
     }
+    case b: BatchScanExec => b.scan match {
+      case v: BloomParquetScanV2 => v.index
+      case _ => None
+    }
     case _ => None
   }
 
@@ -91,6 +95,7 @@ object BloomScanMetricsExec {
  * `SELECT ... WHERE` without an exchange never uses). Idempotent: AQE applies it once per query stage.
  */
 class BloomScanMetricsRule(session: SparkSession) extends ColumnarRule {
+  private val log = org.slf4j.LoggerFactory.getLogger(getClass)
   override def preColumnarTransitions: Rule[SparkPlan] = new Rule[SparkPlan] {
     override def apply(plan: SparkPlan): SparkPlan = wrap(plan)
   }
@@ -99,13 +104,11 @@ class BloomScanMetricsRule(session: SparkSession) extends ColumnarRule {
     case m: BloomScanMetricsExec => m
     case s: FileSourceScanExec if s.relation.location.isInstanceOf[BloomSkippingFileIndex] ||
       BloomScanMetricsExec.nativeMetrics(s).isDefined => BloomScanMetricsExec(s)
-    case b: BatchScanExec if b.scan.getClass == classOf[ParquetScan] && sparkbloom.BloomConf.enabled(session) &&
-        sparkbloom.BloomConf.nativeFilters(session) =>
-      // Spark's V2 Parquet scan: the files' own bloom filters at read time (issue 13).
-      BloomParquetScanV2.wrap(b.scan.asInstanceOf[ParquetScan], session.sessionState.conf.caseSensitiveAnalysis,
-        !session.conf.get("spark.sql.parquet.int96TimestampConversion", "false").toBoolean,
-        sparkbloom.BloomConf.minSkipPerExtraRead(session), session.sparkContext)
+    case b: BatchScanExec if b.scan.getClass == classOf[ParquetScan] && sparkbloom.BloomConf.enabled(session) =>
+      // Spark's V2 Parquet scan: bloom indexes and the files' own bloom filters (at read time).
+      try BloomParquetScanV2.wrap(session, b.scan.asInstanceOf[ParquetScan], sparkbloom.BloomConf.nativeFilters(session))
         .map(w => BloomScanMetricsExec(b.copy(scan = w))).getOrElse(b)
+      catch { case scala.util.control.NonFatal(e) => log.warn(s"sparkbloom: V2 scan left as it was after an error: $e"); b }
     case other if other.children.isEmpty => other
     case other =>
       val kids = other.children.map(wrap)

@@ -40,6 +40,10 @@ object SkippingReport extends AdaptiveSparkPlanHelper {
       val files = s.metrics.get("numFiles").map(_.value).getOrElse(0L)
       val pred = BloomScanMetricsExec.nativeSpec(s).map(_.all.sql).getOrElse("")
       Some(withNative(s, ScanSkipping("", s.relation.location.rootPaths.mkString(", "), pred, files, files, 0L, 0L, files)))
+    case b: org.apache.spark.sql.execution.datasources.v2.BatchScanExec if b.scan.isInstanceOf[BloomParquetScanV2] &&
+        b.scan.asInstanceOf[BloomParquetScanV2].index.isDefined =>
+      val index = b.scan.asInstanceOf[BloomParquetScanV2].index.get
+      index.lastSkipping.orElse { b.scan.asInstanceOf[BloomParquetScanV2].planInputPartitions(); index.lastSkipping }.map(withNative(b, _))
     case b: org.apache.spark.sql.execution.datasources.v2.BatchScanExec if BloomScanMetricsExec.nativeMetrics(b).isDefined =>
       val v = b.scan.asInstanceOf[BloomParquetScanV2]
       val files = v.planInputPartitions().iterator.flatMap {

@@ -38,11 +38,18 @@ sbt() {
 }
 
 ensure_venv() {
+  local reqs="$ROOT/python/requirements-dev.txt" stamp="$VENV/.requirements-dev.sha256"
   if [[ ! -x "$PY" ]] || ! "$PY" -c "import pyspark,sys; sys.exit(pyspark.__version__ != '$PYSPARK_VERSION')" 2>/dev/null; then
     log "creating $VENV with pyspark==$PYSPARK_VERSION"
     python3 -m venv "$VENV"
     "$PY" -m pip install -q --upgrade pip setuptools wheel
-    "$PY" -m pip install -q -r "$ROOT/python/requirements-dev.txt"
+    "$PY" -m pip install -q -r "$reqs"
+    sha256sum "$reqs" | cut -d' ' -f1 > "$stamp"
+  elif [[ "$(cat "$stamp" 2>/dev/null)" != "$(sha256sum "$reqs" | cut -d' ' -f1)" ]]; then
+    # requirements-dev.txt changed since the venv was made (e.g. a package added): install what is missing.
+    log "updating $VENV from python/requirements-dev.txt"
+    "$PY" -m pip install -q -r "$reqs"
+    sha256sum "$reqs" | cut -d' ' -f1 > "$stamp"
   fi
   export JAVA_HOME="${JAVA_HOME:-$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")}"
   export PYSPARK_PYTHON="$PY" PYSPARK_DRIVER_PYTHON="$PY"

@@ -154,3 +154,22 @@ def test_without_an_index_the_files_own_bloom_filters_skip_row_groups_at_read_ti
     assert s.native_row_groups_checked > 4 and s.native_row_groups_skipped == s.native_row_groups_checked - 1
     assert (s.row_groups_total, s.row_groups_kept) == (s.native_row_groups_checked, 1)
     assert s.native_filters_invalid == 0
+
+
+@pytest.mark.usefixtures("bloom_enabled")
+def test_a_v2_parquet_read_is_indexed_and_pruned_like_a_v1_read(spark: SparkSession, tmp_path: Path) -> None:
+    path = str(tmp_path / "v2")
+    spark.range(0, 8000, 1, 8).selectExpr("id AS key", "concat('v-', id) AS v").write.parquet(path)
+    before = spark.conf.get("spark.sql.sources.useV1SourceList")
+    spark.conf.set("spark.sql.sources.useV1SourceList", "")  # spark.read.parquet is now Spark's V2 scan
+    try:
+        df = spark.read.parquet(path)
+        assert "BatchScan" in df._jdf.queryExecution().executedPlan().toString()
+        df.bloomFilterIndex("key")
+        query = df.where("key = 4321")
+        rows = query.collect()
+        [s] = sparkbloom.skipping(query)
+        assert [r.v for r in rows] == ["v-4321"]
+        assert (s.files_total, s.files_kept) == (8, 1)
+    finally:
+        spark.conf.set("spark.sql.sources.useV1SourceList", before)

@@ -92,12 +92,17 @@ class BloomSkippingRule(session: SparkSession) extends Rule[LogicalPlan] {
    * its bloom level off (sparkbloom checks the filters itself), and, when the condition compares with a
    * floating-point zero, its dictionary level too: it tests dictionary values with `Double.equals`/`compareTo`,
    * for which -0.0 and 0.0 differ, while in Spark `-0.0 = 0.0` (a file whose chunk holds only -0.0 would lose
-   * its rows for `x = 0.0`, `x IN (0.0)`, `x >= 0.0`). Statistics filtering is safe (parquet-java widens
-   * zero bounds on read) and stays on.
+   * its rows for `x = 0.0`, `x IN (0.0)`, `x >= 0.0`); and, when it compares with NaN, its statistics and
+   * page-index levels: writers following the format (arrow-rs, Arrow C++, DuckDB) leave NaN out of min/max,
+   * so `x = NaN` (true for NaN rows in Spark) would drop every row group holding NaNs. Otherwise statistics
+   * filtering is safe (parquet-java widens zero bounds on read) and stays on.
    */
   private def safeParquetJavaOptions(cond: Expression): Map[String, String] =
     Map(BloomParquetFileFormat.NativeBloomFiltering -> "false") ++
-      (if (BloomSkippingRule.comparesWithFloatingZero(cond)) Map(BloomParquetFileFormat.DictionaryFiltering -> "false") else Map.empty)
+      (if (BloomSkippingRule.comparesWithFloatingZero(cond)) Map(BloomParquetFileFormat.DictionaryFiltering -> "false") else Map.empty) ++
+      (if (BloomSkippingRule.comparesWithNaN(cond))
+        Map(BloomParquetFileFormat.StatisticsFiltering -> "false", BloomParquetFileFormat.ColumnIndexFiltering -> "false")
+      else Map.empty)
 
   private def int96Probes: Boolean = !session.conf.get("spark.sql.parquet.int96TimestampConversion", "false").toBoolean
 
@@ -135,6 +140,18 @@ object BloomSkippingRule extends org.apache.spark.internal.Logging {
       }
       if (used.isEmpty) None else Some(root -> used)
     }
+  }
+
+  /** Whether `cond` holds a float or double NaN literal. */
+  def comparesWithNaN(cond: Expression): Boolean = cond.exists {
+    case org.apache.spark.sql.catalyst.expressions.Literal(v: Double, _) => v.isNaN
+    case org.apache.spark.sql.catalyst.expressions.Literal(v: Float, _) => v.isNaN
+    case org.apache.spark.sql.catalyst.expressions.InSet(_, set) => set.exists {
+      case d: Double => d.isNaN
+      case f: Float => f.isNaN
+      case _ => false
+    }
+    case _ => false
   }
 
   /** Whether `cond` holds a float or double literal equal to zero (either sign). */

@@ -119,6 +119,9 @@ object BloomParquetFileFormat {
   val NativeBloomFiltering = "parquet.filter.bloom.enabled"
   /** parquet-java's dictionary filtering (`ParquetInputFormat.DICTIONARY_FILTERING_ENABLED`). */
   val DictionaryFiltering = "parquet.filter.dictionary.enabled"
+  /** parquet-java's row-group statistics and page-index (column index) filtering. */
+  val StatisticsFiltering = "parquet.filter.stats.enabled"
+  val ColumnIndexFiltering = "parquet.filter.columnindex.enabled"
 
   /**
    * Whether to read the split [s, e) whole rather than as `pieces`: only when there is more than one piece and

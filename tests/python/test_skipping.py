@@ -126,3 +126,74 @@ def test_scan_skipping_equality_is_the_decision_not_its_cost() -> None:
                                 distributed_probe=True)
     assert a == b and a.as_dict()["index_bytes_read"] == 256
     assert a != sparkbloom.ScanSkipping("ix on t", "t", "k = 1", 8, 2, 8, 2, 0)
+
+
+@pytest.mark.usefixtures("bloom_enabled")
+def test_without_an_index_the_files_own_bloom_filters_skip_row_groups_at_read_time(
+        spark: SparkSession, tmp_path: Path) -> None:
+    path = str(tmp_path / "native")
+    (spark.range(0, 4000, 1, 2).selectExpr("id AS key", "concat('v-', id) AS v")
+     .write.option("parquet.bloom.filter.enabled#key", "true").option("parquet.enable.dictionary", "false")
+     .option("parquet.block.size", "4096").parquet(path))
+    df = spark.read.parquet(path)
+
+    def rows(condition: str) -> List[Row]:
+        return sorted(df.where(condition).collect())
+
+    spark.conf.set("spark.sparkbloom.enabled", "false")
+    spark.conf.set("spark.sql.parquet.filterPushdown", "false")  # the truth: no row-group filtering at all
+    try:
+        truth = rows("key = 1234")
+    finally:
+        spark.conf.unset("spark.sql.parquet.filterPushdown")
+    spark.conf.set("spark.sparkbloom.enabled", "true")
+    query = df.where("key = 1234")
+    assert sorted(query.collect()) == truth and [r.v for r in truth] == ["v-1234"]
+    [s] = sparkbloom.skipping(query)
+    assert s.index == "" and s.files_total == 2 and s.files_not_covered == 2
+    assert s.native_row_groups_checked > 4 and s.native_row_groups_skipped == s.native_row_groups_checked - 1
+    assert (s.row_groups_total, s.row_groups_kept) == (s.native_row_groups_checked, 1)
+    assert s.native_filters_invalid == 0
+
+
+@pytest.mark.usefixtures("bloom_enabled")
+def test_a_v2_parquet_read_is_indexed_and_pruned_like_a_v1_read(spark: SparkSession, tmp_path: Path) -> None:
+    path = str(tmp_path / "v2")
+    spark.range(0, 8000, 1, 8).selectExpr("id AS key", "concat('v-', id) AS v").write.parquet(path)
+    before = spark.conf.get("spark.sql.sources.useV1SourceList")
+    spark.conf.set("spark.sql.sources.useV1SourceList", "")  # spark.read.parquet is now Spark's V2 scan
+    try:
+        df = spark.read.parquet(path)
+        assert "BatchScan" in df._jdf.queryExecution().executedPlan().toString()
+        df.bloomFilterIndex("key")
+        query = df.where("key = 4321")
+        rows = query.collect()
+        [s] = sparkbloom.skipping(query)
+        assert [r.v for r in rows] == ["v-4321"]
+        assert (s.files_total, s.files_kept) == (8, 1)
+    finally:
+        spark.conf.set("spark.sql.sources.useV1SourceList", before)
+
+
+@pytest.mark.usefixtures("bloom_enabled")
+def test_nan_lookups_find_their_rows_in_files_whose_statistics_leave_nan_out(spark: SparkSession, tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    path = tmp_path / "nan"
+    path.mkdir()
+    # Arrow C++ (as arrow-rs and DuckDB) leaves NaN out of min/max, as the format asks: min 1.0, max 2.0 here.
+    pq.write_table(pa.table({"d": [float("nan"), 1.0, 2.0, -0.0], "i": [1, 2, 3, 4]}), str(path / "part-0.parquet"))
+    meta = pq.ParquetFile(str(path / "part-0.parquet")).metadata.row_group(0).column(0).statistics
+    assert meta.has_min_max and meta.max == 2.0
+    df = spark.read.parquet(str(path))
+
+    def ids(condition: str) -> List[int]:
+        return sorted(r.i for r in df.where(condition).collect())
+
+    spark.conf.set("spark.sparkbloom.enabled", "false")
+    alone = {c: ids(c) for c in ("d = double('NaN')", "d IN (double('NaN'), 5.0)", "d = 0.0")}
+    spark.conf.set("spark.sparkbloom.enabled", "true")
+    assert ids("d = double('NaN')") == [1]  # Spark: NaN = NaN
+    assert ids("d IN (double('NaN'), 5.0)") == [1]
+    assert ids("d = 0.0") == [4]  # -0.0 = 0.0
+    print(f"Spark alone: {alone}")

@@ -42,6 +42,13 @@ class ScanSkipping:
     """Planning time spent probing the indexes and deciding what to read."""
     distributed_probe: bool = field(default=False, compare=False)
     """True when the runs did not fit ``spark.sparkbloom.cache.maxBytes`` and were probed by a Spark job."""
+    # Read time, counted by the executors: 0 until the query has run.
+    native_row_groups_checked: int = field(default=0, compare=False)
+    """Row groups checked at read time against the bloom filters stored in the files themselves."""
+    native_row_groups_skipped: int = field(default=0, compare=False)
+    """Of those, row groups skipped because their own filters rule the values out."""
+    native_filters_invalid: int = field(default=0, compare=False)
+    """Filters found in the files but ignored as corrupt or unsupported (their row groups were read)."""
 
     @property
     def files_skipped(self) -> int:
@@ -56,7 +63,8 @@ class ScanSkipping:
 
 
 def skipping(df: DataFrame) -> List[ScanSkipping]:
-    """The skipping each bloom-pruned scan of `df` did; empty when no index applied.
+    """The skipping each bloom-pruned scan of `df` did: by bloom indexes at planning time and by the files'
+    own bloom filters at read time (``index`` is ``""`` for a scan no index applied to); empty when neither did.
 
     Reads the executed plan, so run the query first (``collect()``, ``count()``, ``write``...) on this
     very DataFrame object.

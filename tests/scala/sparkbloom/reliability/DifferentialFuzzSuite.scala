@@ -12,7 +12,8 @@ import sparkbloom.testing.LocalSpark
 
 /**
  * Zero false negatives, checked differentially: random predicates over random tables of every supported
- * type, each run with `spark.sparkbloom.enabled` true and false; the rows must be identical.
+ * type, each run with sparkbloom on (indexes at planning time, native filters at read time) and with
+ * sparkbloom off and Parquet filter pushdown off (the truth); the rows must be identical.
  *
  * CI size: `-Dsparkbloom.fuzz.queries` (default 1000 in CI: a compared query costs ~0.4 s on a loaded 2-core machine, so <= ~7 min; long runs set it higher) and `-Dsparkbloom.fuzz.seed` (default fixed).
  * Release run (≥ 1,000,000 queries, hours on 2 cores):
@@ -28,7 +29,7 @@ class DifferentialFuzzSuite extends AnyFunSuite with LocalSpark {
   private final case class Table(label: String, path: String, rows: IndexedSeq[Row])
 
   private def writeTable(label: String, rng: Random, writeOptions: Map[String, String],
-                         conf: Map[String, String] = Map.empty): Table = {
+                         conf: Map[String, String] = Map.empty, indexed: Boolean = true): Table = {
     val rows = RandomTables.rows(rng, 4800, 0L).toIndexedSeq
     val path = tempDir("fuzz") + "/t"
     val old = conf.keys.map(k => k -> spark.conf.getOption(k)).toMap
@@ -36,12 +37,14 @@ class DifferentialFuzzSuite extends AnyFunSuite with LocalSpark {
     try spark.createDataFrame(spark.sparkContext.parallelize(rows, 4), RandomTables.schema)
       .write.options(writeOptions + ("parquet.block.size" -> "8192")).parquet(path)
     finally old.foreach { case (k, v) => v.fold(spark.conf.unset(k))(spark.conf.set(k, _)) }
-    BloomIndexes.create(spark, TableRef.Path(path), "fz", RandomTables.indexed.map(f => ColumnSpec(f.name)),
-      Map.empty, ifNotExists = false)
-    val d = BloomIndexes.describe(spark, TableRef.Path(path), "fz")
-    assert(d.problems.isEmpty && d.filesNotCovered == 0, d)
-    info(s"table $label: ${d.filesCovered} files, ${d.rowGroupsCovered} row groups, " +
-      s"${d.filtersHarvested} filters harvested, ${d.filtersScanned} scanned")
+    if (indexed) {
+      BloomIndexes.create(spark, TableRef.Path(path), "fz", RandomTables.indexed.map(f => ColumnSpec(f.name)),
+        Map.empty, ifNotExists = false)
+      val d = BloomIndexes.describe(spark, TableRef.Path(path), "fz")
+      assert(d.problems.isEmpty && d.filesNotCovered == 0, d)
+      info(s"table $label: ${d.filesCovered} files, ${d.rowGroupsCovered} row groups, " +
+        s"${d.filtersHarvested} filters harvested, ${d.filtersScanned} scanned")
+    } else info(s"table $label: no index")
     Table(label, path, rows)
   }
 
@@ -51,7 +54,10 @@ class DifferentialFuzzSuite extends AnyFunSuite with LocalSpark {
     Seq(
       writeTable("spark, native bloom filters, INT96 timestamps", rng, Map("parquet.bloom.filter.enabled" -> "true")),
       writeTable("spark, no dictionary, no native filters, INT64 micros", rng, Map("parquet.enable.dictionary" -> "false"),
-        Map("spark.sql.parquet.outputTimestampType" -> "TIMESTAMP_MICROS")))
+        Map("spark.sql.parquet.outputTimestampType" -> "TIMESTAMP_MICROS")),
+      // No index: only the files' own filters, checked at read time (no dictionary, so every chunk has one).
+      writeTable("spark, native bloom filters, no dictionary, no index", rng,
+        Map("parquet.bloom.filter.enabled" -> "true", "parquet.enable.dictionary" -> "false"), indexed = false))
   }
 
   /** Sorted string forms of the rows (binary as hex: arrays have no value toString). */
@@ -60,16 +66,29 @@ class DifferentialFuzzSuite extends AnyFunSuite with LocalSpark {
     case other => String.valueOf(other)
   }.mkString("|")).sorted
 
-  private final class Stats { var compared, filesPruned, rowGroupsPruned, rowsOut = 0L }
+  private final class Stats { var compared, filesPruned, rowGroupsPruned, nativePruned, rowsOut, sparkAloneSampled, sparkAloneWrong = 0L }
 
-  /** Runs `pred` on `t` with the index on and off; a reproducer if they differ. */
-  private def check(t: Table, pred: Column, stats: Stats, where: String): Option[String] = {
+  /**
+   * Runs `pred` on `t` with sparkbloom on, and with it off and Parquet filter pushdown off (the truth: no
+   * row-group filtering at all, so neither bloom, dictionary nor statistics filtering can drop a row); a
+   * reproducer if they differ. Every 10th query also records what Spark alone (sparkbloom off, pushdown on)
+   * returns, as what it is: it differs from the truth for -0.0 (parquet-java's dictionary filter).
+   */
+  private def check(t: Table, pred: Column, stats: Stats, where: String, q: Int): Option[String] = {
     val on = spark.read.parquet(t.path).where(pred)
     val (onRows, skip) = withIndexEnabled(on = true) { val r = render(on); (r, SkippingReport.forPlan(on.queryExecution.executedPlan)) }
-    val offRows = withIndexEnabled(on = false)(render(spark.read.parquet(t.path).where(pred)))
+    val offRows = withIndexEnabled(on = false) {
+      spark.conf.set("spark.sql.parquet.filterPushdown", "false")
+      try render(spark.read.parquet(t.path).where(pred)) finally spark.conf.unset("spark.sql.parquet.filterPushdown")
+    }
+    if (q % 10 == 0) {
+      stats.sparkAloneSampled += 1
+      if (withIndexEnabled(on = false)(render(spark.read.parquet(t.path).where(pred))) != offRows) stats.sparkAloneWrong += 1
+    }
     stats.compared += 1; stats.rowsOut += offRows.size
     if (skip.exists(s => s.filesKept < s.filesTotal)) stats.filesPruned += 1
     if (skip.exists(s => s.rowGroupsKept < s.rowGroupsTotal)) stats.rowGroupsPruned += 1
+    if (skip.exists(_.nativeRowGroupsSkipped > 0)) stats.nativePruned += 1
     if (onRows == offRows) None
     else Some(s"REPRODUCER $where, table '${t.label}' at ${t.path}\n  schema: ${RandomTables.schema.toDDL}\n" +
       s"  predicate: $pred\n  rows with index: ${onRows.size}, without: ${offRows.size}; missing: " +
@@ -84,20 +103,23 @@ class DifferentialFuzzSuite extends AnyFunSuite with LocalSpark {
       val rng = new Random(seed * 1000003L + salt + q)
       val t = ts(q % ts.size)
       val sample = () => t.rows(rng.nextInt(t.rows.size))
-      check(t, predicate(rng, sample), stats, s"seed=$seed salt=$salt query=$q").foreach { f =>
+      check(t, predicate(rng, sample), stats, s"seed=$seed salt=$salt query=$q", q).foreach { f =>
         println(f); failures += f
       }
     }
     val secs = (System.nanoTime() - start) / 1e9
     info(f"seed $seed: ${stats.compared} queries compared in $secs%.0f s; ${stats.filesPruned} pruned files, " +
-      s"${stats.rowGroupsPruned} pruned row groups; ${stats.rowsOut} rows returned; ${failures.size} differ")
+      s"${stats.rowGroupsPruned} pruned row groups (index), ${stats.nativePruned} native filters at read time; " +
+      s"${stats.rowsOut} rows returned; ${failures.size} differ; Spark alone differed from the truth in " +
+      s"${stats.sparkAloneWrong} of ${stats.sparkAloneSampled} sampled queries")
     assert(failures.isEmpty, failures.take(5).mkString("\n"))
     stats
   }
 
   test("random predicates over Spark-written tables return the same rows with and without the index") {
     val s = fuzz(tables, queries, 0L, (rng, sample) => RandomTables.predicate(rng, 3, sample))
-    assert(s.filesPruned + s.rowGroupsPruned > s.compared / 10, "the index pruned too rarely to test anything")
+    assert(s.filesPruned + s.rowGroupsPruned + s.nativePruned > s.compared / 10, "sparkbloom pruned too rarely to test anything")
+    assert(s.nativePruned > 0, "native filters at read time never pruned")
   }
 
   test("point lookups of values present in the table always find their rows and prune the rest") {

@@ -7,6 +7,7 @@ import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, ExprId}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LocalRelation, LogicalPlan, Project, SubqueryAlias, View}
 import org.apache.spark.sql.execution.LogicalRDD
 import org.apache.spark.sql.execution.datasources.{CatalogFileIndex, HadoopFsRelation, InMemoryFileIndex, LogicalRelation}
+import org.apache.spark.sql.execution.datasources.v2.parquet.ParquetTable
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
 
@@ -59,11 +60,12 @@ object DataFrameTable {
         case _ => None
       }
     case l: LogicalRelation => Some(id).filter(i => l.output.exists(_.exprId == i))
+    case r: DataSourceV2Relation => Some(id).filter(i => r.output.exists(_.exprId == i))
     case other if other.children.size == 1 => trace(other.children.head, id) // Filter, SubqueryAlias, View
     case _ => None
   }
 
-  private def scan(plan: LogicalPlan): (TableRef, LogicalRelation) = plan match {
+  private def scan(plan: LogicalPlan): (TableRef, LogicalPlan) = plan match {
     case p: Project => scan(p.child)
     case f: Filter => scan(f.child)
     case s: SubqueryAlias => scan(s.child)
@@ -79,9 +81,15 @@ object DataFrameTable {
       case fs: HadoopFsRelation => unsupported(s"reads ${fs.fileFormat} files, not Parquet")
       case other => unsupported(s"reads from ${other.getClass.getSimpleName}, not Parquet files")
     }
+    // Spark's own V2 Parquet source (a path read with parquet out of spark.sql.sources.useV1SourceList).
+    case r: DataSourceV2Relation if r.table.getClass == classOf[ParquetTable] =>
+      r.table.asInstanceOf[ParquetTable].fileIndex.rootPaths match {
+        case Seq(root) => (TableRef.Path(root.toString), r)
+        case roots => unsupported(s"reads ${roots.size} paths; an index covers one table: one directory or one catalog table")
+      }
     case r: DataSourceV2Relation =>
       unsupported(s"reads ${r.table.name()} through a DataSource V2 connector; only the built-in (V1) Parquet " +
-        "source is supported (spark.sql.sources.useV1SourceList must include parquet)")
+        "source is supported")
     case _: LocalRelation | _: LogicalRDD => unsupported("holds in-memory data, not Parquet files")
     case other => unsupported(s"is not a plain scan: its plan contains ${other.nodeName}")
   }

@@ -143,7 +143,10 @@ object PythonApi {
     "files_not_covered" -> s.filesNotCovered,
     "index_bytes_read" -> s.indexBytesRead,
     "probe_time_ms" -> s.probeTimeNs / 1e6,
-    "distributed_probe" -> s.distributedProbe)
+    "distributed_probe" -> s.distributedProbe,
+    "native_row_groups_checked" -> s.nativeRowGroupsChecked,
+    "native_row_groups_skipped" -> s.nativeRowGroupsSkipped,
+    "native_filters_invalid" -> s.nativeFiltersInvalid)
 
   private object Scans extends AdaptiveSparkPlanHelper {
     def of(plan: SparkPlan): Seq[java.util.Map[String, AnyRef]] = collect(plan) {

@@ -35,7 +35,9 @@ object TableResolver {
         val p = new Path(path)
         val fs = p.getFileSystem(spark.sessionState.newHadoopConf())
         if (!fs.exists(p)) throw new BloomIndexException(s"Path does not exist: $path")
-        try spark.read.parquet(path).queryExecution.analyzed catch {
+        // Spark's V1 Parquet source by class name: the index reads footers and lists files through a
+        // HadoopFsRelation whatever spark.sql.sources.useV1SourceList says (queries may use the V2 scan).
+        try spark.read.format(classOf[ParquetFileFormat].getName).load(path).queryExecution.analyzed catch {
           // Schema inference reads footers first: an encrypted footer fails here, before the builder's check.
           case e: Exception if causes(e).exists(_.getClass.getName.contains("ParquetCrypto")) =>
             throw new BloomIndexException(s"Cannot index parquet.`$path`: a file has an encrypted footer and no keys " +

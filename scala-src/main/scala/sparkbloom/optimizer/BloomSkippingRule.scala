@@ -43,10 +43,10 @@ class BloomSkippingRule(session: SparkSession) extends Rule[LogicalPlan] {
       case f @ Filter(cond, l @ LogicalRelation(rel: HadoopFsRelation, output, table, false, _))
           if rel.fileFormat.getClass == classOf[ParquetFileFormat] && !rel.location.isInstanceOf[BloomSkippingFileIndex] =>
         rewrite(f, cond, l, rel, output.map(a => a.exprId -> a.name).toMap, table.map(_.location), native).getOrElse(f)
-      case f @ Filter(_, r: DataSourceV2Relation) if native && r.table.getClass == classOf[ParquetTable] &&
+      case f @ Filter(cond, r: DataSourceV2Relation) if native && r.table.getClass == classOf[ParquetTable] &&
           !Option(r.options.get(BloomParquetFileFormat.NativeBloomFiltering)).contains("false") =>
         val opts = new java.util.HashMap[String, String](r.options.asCaseSensitiveMap())
-        opts.put(BloomParquetFileFormat.NativeBloomFiltering, "false")
+        safeParquetJavaOptions(cond).foreach { case (k, v) => opts.put(k, v) }
         f.copy(child = r.copy(options = new CaseInsensitiveStringMap(opts)))
     } catch {
       case NonFatal(e) =>
@@ -81,11 +81,28 @@ class BloomSkippingRule(session: SparkSession) extends Rule[LogicalPlan] {
     // parquet-java's bloom level is also off through the relation's options (they reach the scan's Hadoop
     // conf); the changed options also make the new relation compare unequal to the old one.
     val key = BloomParquetFileFormat.NativeBloomFiltering
-    val options = rel.options + (key -> "false") ++
+    val options = rel.options ++ safeParquetJavaOptions(cond) ++
       (if (rel.options.get(key).contains("false")) Map("sparkbloom.scan" -> "bloom") else Map.empty)
     val newRel = rel.copy(location = location.getOrElse(rel.location), fileFormat = format, options = options)(rel.sparkSession)
     Some(f.copy(child = l.copy(relation = newRel)))
   }
+
+  /**
+   * Scan options (they reach the scan's Hadoop conf) that keep parquet-java from dropping matching row groups:
+   * its bloom level off (sparkbloom checks the filters itself), and, when the condition compares with a
+   * floating-point zero, its dictionary level too: it tests dictionary values with `Double.equals`/`compareTo`,
+   * for which -0.0 and 0.0 differ, while in Spark `-0.0 = 0.0` (a file whose chunk holds only -0.0 would lose
+   * its rows for `x = 0.0`, `x IN (0.0)`, `x >= 0.0`); and, when it compares with NaN, its statistics and
+   * page-index levels: writers following the format (arrow-rs, Arrow C++, DuckDB) leave NaN out of min/max,
+   * so `x = NaN` (true for NaN rows in Spark) would drop every row group holding NaNs. Otherwise statistics
+   * filtering is safe (parquet-java widens zero bounds on read) and stays on.
+   */
+  private def safeParquetJavaOptions(cond: Expression): Map[String, String] =
+    Map(BloomParquetFileFormat.NativeBloomFiltering -> "false") ++
+      (if (BloomSkippingRule.comparesWithFloatingZero(cond)) Map(BloomParquetFileFormat.DictionaryFiltering -> "false") else Map.empty) ++
+      (if (BloomSkippingRule.comparesWithNaN(cond))
+        Map(BloomParquetFileFormat.StatisticsFiltering -> "false", BloomParquetFileFormat.ColumnIndexFiltering -> "false")
+      else Map.empty)
 
   private def int96Probes: Boolean = !session.conf.get("spark.sql.parquet.int96TimestampConversion", "false").toBoolean
 
@@ -96,26 +113,56 @@ class BloomSkippingRule(session: SparkSession) extends Rule[LogicalPlan] {
       case Seq(single) => Some(single)
       case _ => None
     })
-    root.flatMap { r =>
-      val conf = session.sessionState.newHadoopConf()
-      val fs = r.getFileSystem(conf)
-      val base = IndexStore.indexesDir(fs.makeQualified(r), BloomConf.indexRoot(session))
-      if (!fs.exists(base)) None
-      else {
-        val used: Seq[(IndexVersion, BloomPredicate)] = fs.listStatus(base).toSeq.filter(_.isDirectory).flatMap { st =>
-          try {
-            IndexStore.latestMeta(fs, st.getPath)._1.flatMap { meta =>
-              val indexed = meta.columns.map(_.name)
-              val lookup = (id: ExprId) =>
-                names.get(id).flatMap(n => indexed.find(_ == n).orElse(indexed.find(_.equalsIgnoreCase(n))))
-              val pred = BloomPredicate.translate(cond, lookup)
-              if (pred == BloomPredicate.Unknown) None
-              else Some(IndexStore.load(fs, conf, st.getPath, meta) -> pred)
-            }
-          } catch { case NonFatal(e) => logWarning(s"sparkbloom: ignoring index ${st.getPath}: $e"); None }
-        }
-        if (used.isEmpty) None else Some(r -> used)
+    root.flatMap(r => BloomSkippingRule.indexesAt(session, r, cond, names))
+  }
+}
+
+object BloomSkippingRule extends org.apache.spark.internal.Logging {
+  /** The indexes stored for the table at `root` that answer part of `cond` (`names`: attribute -> column). */
+  def indexesAt(session: SparkSession, root: Path, cond: Expression,
+                names: Map[ExprId, String]): Option[(Path, Seq[(IndexVersion, BloomPredicate)])] = {
+    val conf = session.sessionState.newHadoopConf()
+    val fs = root.getFileSystem(conf)
+    val base = IndexStore.indexesDir(fs.makeQualified(root), BloomConf.indexRoot(session))
+    if (!fs.exists(base)) None
+    else {
+      val used: Seq[(IndexVersion, BloomPredicate)] = fs.listStatus(base).toSeq.filter(_.isDirectory).flatMap { st =>
+        try {
+          IndexStore.latestMeta(fs, st.getPath)._1.flatMap { meta =>
+            val indexed = meta.columns.map(_.name)
+            val lookup = (id: ExprId) =>
+              names.get(id).flatMap(n => indexed.find(_ == n).orElse(indexed.find(_.equalsIgnoreCase(n))))
+            val pred = BloomPredicate.translate(cond, lookup)
+            if (pred == BloomPredicate.Unknown) None
+            else Some(IndexStore.load(fs, conf, st.getPath, meta) -> pred)
+          }
+        } catch { case NonFatal(e) => logWarning(s"sparkbloom: ignoring index ${st.getPath}: $e"); None }
       }
+      if (used.isEmpty) None else Some(root -> used)
     }
+  }
+
+  /** Whether `cond` holds a float or double NaN literal. */
+  def comparesWithNaN(cond: Expression): Boolean = cond.exists {
+    case org.apache.spark.sql.catalyst.expressions.Literal(v: Double, _) => v.isNaN
+    case org.apache.spark.sql.catalyst.expressions.Literal(v: Float, _) => v.isNaN
+    case org.apache.spark.sql.catalyst.expressions.InSet(_, set) => set.exists {
+      case d: Double => d.isNaN
+      case f: Float => f.isNaN
+      case _ => false
+    }
+    case _ => false
+  }
+
+  /** Whether `cond` holds a float or double literal equal to zero (either sign). */
+  def comparesWithFloatingZero(cond: Expression): Boolean = cond.exists {
+    case org.apache.spark.sql.catalyst.expressions.Literal(v: Double, _) => v == 0.0d
+    case org.apache.spark.sql.catalyst.expressions.Literal(v: Float, _) => v == 0.0f
+    case org.apache.spark.sql.catalyst.expressions.InSet(_, set) => set.exists {
+      case d: Double => d == 0.0d
+      case f: Float => f == 0.0f
+      case _ => false
+    }
+    case _ => false
   }
 }

@@ -51,6 +51,60 @@ object NativeFilterReader {
     }
   }
 
+  /**
+   * A validated filter whose bitset has not been read: where it starts and how many 32-byte blocks it has.
+   * Probing reads only the blocks the hashes select (32 bytes each) instead of the whole bitset (parquet-java
+   * writes 1 MiB per chunk unless told the number of distinct values).
+   */
+  final class Located(in: SeekableInputStream, val bitsetOffset: Long, val numBlocks: Int) {
+    private val blocks = new java.util.HashMap[Integer, Sbbf]()
+    /** True if any of `hashes` may be in the filter. */
+    def mightContainAny(hashes: Array[Long]): Boolean = {
+      var i = 0
+      while (i < hashes.length) {
+        val b = sparkbloom.sbbf.Kernel.blockIndex(hashes(i), numBlocks)
+        var block = blocks.get(b)
+        if (block == null) {
+          block = Sbbf.fromBytes(readAt(in, bitsetOffset + b.toLong * Sbbf.BytesPerBlock, Sbbf.BytesPerBlock))
+          blocks.put(b, block)
+        }
+        // A one-block filter: its block index is always 0, and the bit test is the block's own.
+        if (block.mightContain(hashes(i))) return true
+        i += 1
+      }
+      false
+    }
+  }
+
+  /**
+   * Validates the filter at `offset` exactly as [[read]] does (offset and length inside the file, a supported
+   * header, the header agreeing with the stored length, or with the file's end when none is stored) and
+   * returns where its bitset lies, reading only the header.
+   */
+  def locate(in: SeekableInputStream, fileLength: Long, offset: Long, length: Option[Int]): Located = {
+    if (offset < 0 || offset >= fileLength)
+      throw new InvalidBloomFilterException(s"bloom filter offset $offset is outside the file of $fileLength bytes")
+    length.foreach { len =>
+      if (len <= 0 || offset + len > fileLength)
+        throw new InvalidBloomFilterException(
+          s"bloom filter at offset $offset: its $len bytes run past the end of the file (they lie outside the file of $fileLength bytes)")
+    }
+    val prefixLength = math.min(HeaderPrefix.toLong, length.map(_.toLong).getOrElse(fileLength - offset)).toInt
+    val prefix = readAt(in, offset, prefixLength)
+    val header = ParquetBloomFilter.parseHeader(prefix, 0, prefixLength)
+    val total = header.headerLength.toLong + header.numBytes
+    length match {
+      case Some(len) if total != len =>
+        throw new InvalidBloomFilterException(
+          s"bloom filter header says ${header.headerLength} + ${header.numBytes} bytes but the stored length is $len")
+      case None if offset + total > fileLength =>
+        throw new InvalidBloomFilterException(
+          s"bloom filter header says ${header.numBytes} bytes at offset $offset, past the end of the file of $fileLength bytes")
+      case _ =>
+    }
+    new Located(in, offset + header.headerLength, header.numBytes / Sbbf.BytesPerBlock)
+  }
+
   /** Opens `path` (its length from the file system) and reads the filter at `offset`. */
   def read(conf: Configuration, path: Path, offset: Long, length: Option[Int]): Sbbf = {
     val file = HadoopInputFile.fromPath(path, conf)

@@ -44,7 +44,7 @@ class BloomParquetFileFormat(val selection: RowGroupSelection, val native: Optio
       val fromIndex = sel.get(path)
       val fromNative = nat.flatMap { n =>
         val pred = if (sel.decidedByIndex(path)) n.covered else n.all
-        n.decide(conf.get.value.value, file.toPath, s, e, pred)
+        n.decide(conf.get.value.value, file, pred)
       }
       val ranges = (fromIndex, fromNative) match {
         case (Some(a), Some(b)) => Some(NativeFilters.intersect(a, b))
@@ -80,13 +80,13 @@ class BloomParquetFileFormat(val selection: RowGroupSelection, val native: Optio
 final class NativeSpec(val all: sparkbloom.optimizer.BloomPredicate, val covered: sparkbloom.optimizer.BloomPredicate,
                        val options: NativeFilters.Options, val metrics: NativeMetrics) extends Serializable {
   /** The split's kept ranges, or None to read it as Spark would (nothing to decide, or any error). */
-  def decide(conf: Configuration, path: org.apache.hadoop.fs.Path, start: Long, end: Long,
-             pred: sparkbloom.optimizer.BloomPredicate): Option[Array[Long]] = {
+  def decide(conf: Configuration, file: PartitionedFile, pred: sparkbloom.optimizer.BloomPredicate): Option[Array[Long]] = {
     if (!NativeFilters.prunable(pred)) None
     else {
       val t0 = System.nanoTime()
       try {
-        val d = NativeFilters.decide(conf, path, start, end, pred, options)
+        val d = NativeFilters.decide(conf, file.toPath, file.fileSize, file.modificationTime, file.start,
+          file.start + file.length, pred, options)
         d.foreach { x =>
           metrics.rowGroupsChecked.add(x.considered); metrics.rowGroupsSkipped.add(x.pruned)
           metrics.filtersInvalid.add(x.invalid)
@@ -117,6 +117,11 @@ object NativeMetrics {
 
 object BloomParquetFileFormat {
   val NativeBloomFiltering = "parquet.filter.bloom.enabled"
+  /** parquet-java's dictionary filtering (`ParquetInputFormat.DICTIONARY_FILTERING_ENABLED`). */
+  val DictionaryFiltering = "parquet.filter.dictionary.enabled"
+  /** parquet-java's row-group statistics and page-index (column index) filtering. */
+  val StatisticsFiltering = "parquet.filter.stats.enabled"
+  val ColumnIndexFiltering = "parquet.filter.columnindex.enabled"
 
   /**
    * Whether to read the split [s, e) whole rather than as `pieces`: only when there is more than one piece and

@@ -8,6 +8,8 @@ import org.apache.spark.sql.catalyst.plans.physical.Partitioning
 import org.apache.spark.sql.catalyst.rules.Rule
 import org.apache.spark.sql.execution.{ColumnarRule, FileSourceScanExec, SQLExecution, SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
+import org.apache.spark.sql.execution.datasources.v2.BatchScanExec
+import org.apache.spark.sql.execution.datasources.v2.parquet.ParquetScan
 import org.apache.spark.sql.vectorized.ColumnarBatch
 
 /**
@@ -28,6 +30,10 @@ case class BloomScanMetricsExec(child: SparkPlan) extends UnaryExecNode {
   private def index: Option[BloomSkippingFileIndex] = child match {
     case s: FileSourceScanExec => s.relation.location match {
       case b: BloomSkippingFileIndex => Some(b)
+      case _ => None
+    }
+    case b: BatchScanExec => b.scan match {
+      case v: BloomParquetScanV2 => v.index
       case _ => None
     }
     case _ => None
@@ -74,6 +80,10 @@ object BloomScanMetricsExec {
       case b: BloomParquetFileFormat => b.native
       case _ => None
     }
+    case b: BatchScanExec => b.scan match {
+      case v: BloomParquetScanV2 => Some(v.spec)
+      case _ => None
+    }
     case _ => None
   }
 }
@@ -85,6 +95,7 @@ object BloomScanMetricsExec {
  * `SELECT ... WHERE` without an exchange never uses). Idempotent: AQE applies it once per query stage.
  */
 class BloomScanMetricsRule(session: SparkSession) extends ColumnarRule {
+  private val log = org.slf4j.LoggerFactory.getLogger(getClass)
   override def preColumnarTransitions: Rule[SparkPlan] = new Rule[SparkPlan] {
     override def apply(plan: SparkPlan): SparkPlan = wrap(plan)
   }
@@ -93,6 +104,11 @@ class BloomScanMetricsRule(session: SparkSession) extends ColumnarRule {
     case m: BloomScanMetricsExec => m
     case s: FileSourceScanExec if s.relation.location.isInstanceOf[BloomSkippingFileIndex] ||
       BloomScanMetricsExec.nativeMetrics(s).isDefined => BloomScanMetricsExec(s)
+    case b: BatchScanExec if b.scan.getClass == classOf[ParquetScan] && sparkbloom.BloomConf.enabled(session) =>
+      // Spark's V2 Parquet scan: bloom indexes and the files' own bloom filters (at read time).
+      try BloomParquetScanV2.wrap(session, b.scan.asInstanceOf[ParquetScan], sparkbloom.BloomConf.nativeFilters(session))
+        .map(w => BloomScanMetricsExec(b.copy(scan = w))).getOrElse(b)
+      catch { case scala.util.control.NonFatal(e) => log.warn(s"sparkbloom: V2 scan left as it was after an error: $e"); b }
     case other if other.children.isEmpty => other
     case other =>
       val kids = other.children.map(wrap)

@@ -12,15 +12,16 @@ import sparkbloom.hash.ColumnEncoding
 import sparkbloom.optimizer.BloomPredicate
 import sparkbloom.optimizer.BloomPredicate._
 import sparkbloom.parquet.{FooterInfo, Footers, NativeFilterReader}
-import sparkbloom.sbbf.{InvalidBloomFilterException, Sbbf}
+import sparkbloom.sbbf.InvalidBloomFilterException
 
 /**
  * Row-group pruning at read time with the bloom filters a file's writer stored (parquet-java, Spark, pyarrow,
  * arrow-rs, DataFusion, DuckDB ...), done safely, in place of parquet-java's own bloom-filter level:
  *
- *  - each filter is read through [[NativeFilterReader]], the validated reader the harvest uses: an offset or
- *    length outside the file, an unreadable header, a header that disagrees with the stored length or an
- *    unknown algorithm, hash or compression means "no filter" (the row group is kept) and is counted;
+ *  - each filter is validated as [[NativeFilterReader]] validates it for the harvest: an offset or length
+ *    outside the file, an unreadable header, a header that disagrees with the stored length or an unknown
+ *    algorithm, hash or compression means "no filter" (the row group is kept) and is counted; then only the
+ *    32-byte blocks the probed hashes select are read, not the whole bitset;
  *  - literals are encoded in the chunk's own physical type and annotation ([[ValueHasher]]), the same code
  *    the index probes with: floating zero probes both +0.0 and -0.0, NaN and anything that cannot be encoded
  *    exactly (a legacy-calendar file, a cast, a collation, INT96 under `int96TimestampConversion`) keeps it;
@@ -52,16 +53,38 @@ object NativeFilters {
    */
   final case class Options(caseSensitive: Boolean, int96Probes: Boolean) extends Serializable
 
-  /** Opens `path`, reads its footer and decides the split [start, end). None: nothing to decide. */
-  def decide(conf: Configuration, path: Path, start: Long, end: Long, pred: BloomPredicate, opts: Options): Option[Decision] = {
+  /**
+   * Decides the split [start, end) of the file at `path` (`fileSize` and `modificationTime` as listed). None:
+   * nothing to decide. Footers are kept per executor (keyed by path, size and modification time, softly
+   * referenced, at most [[MaxFooters]]), so a repeated lookup reads only the filter blocks it probes.
+   */
+  def decide(conf: Configuration, path: Path, fileSize: Long, modificationTime: Long, start: Long, end: Long,
+             pred: BloomPredicate, opts: Options): Option[Decision] = {
     if (!prunable(pred)) return None
-    val input = HadoopInputFile.fromPath(path, conf)
-    val reader = Footers.open(input)
-    try {
-      val footer = Footers.fromMetadata(reader.getFooter, input.getLength)
-      val in = input.newStream()
-      try decide(in, input.getLength, footer, start, end, pred, opts) finally in.close()
-    } finally reader.close()
+    val key = (path.toString, fileSize, modificationTime)
+    val cached = Option(footers.get(key)).flatMap(r => Option(r.get))
+    val fs = path.getFileSystem(conf)
+    val footer = cached.getOrElse {
+      val reader = Footers.open(HadoopInputFile.fromStatus(fs.getFileStatus(path), conf))
+      val f = try Footers.fromMetadata(reader.getFooter, fileSize) finally reader.close()
+      if (footers.size >= MaxFooters) footers.clear()
+      footers.put(key, new java.lang.ref.SoftReference(f))
+      f
+    }
+    // The file is opened only if a filter must be read (a file without filters costs no open once its footer
+    // is cached).
+    var opened: SeekableInputStream = null
+    val in = new LazyStream(() => { opened = org.apache.parquet.hadoop.util.HadoopStreams.wrap(fs.open(path)); opened })
+    try decide(in, fileSize, footer, start, end, pred, opts) finally if (opened != null) opened.close()
+  }
+
+  final val MaxFooters = 20000
+  private val footers = new java.util.concurrent.ConcurrentHashMap[(String, Long, Long), java.lang.ref.SoftReference[FooterInfo]]()
+
+  /** Reads the footer of `path` and decides the split [start, end) (tools and tests). */
+  def decide(conf: Configuration, path: Path, start: Long, end: Long, pred: BloomPredicate, opts: Options): Option[Decision] = {
+    val st = path.getFileSystem(conf).getFileStatus(path)
+    decide(conf, path, st.getLen, st.getModificationTime, start, end, pred, opts)
   }
 
   /** Decides the split [start, end) of a file whose footer was read; `in` reads the filters. */
@@ -72,13 +95,13 @@ object NativeFilters {
     val ranges = Array.newBuilder[Long]
     val hashCache = new java.util.HashMap[(In, ColumnEncoding), Array[Long]]()
 
-    def filterOf(rg: Int, column: String): Option[(Sbbf, ColumnEncoding)] = {
+    def filterOf(rg: Int, column: String): Option[(NativeFilterReader.Located, ColumnEncoding)] = {
       val name = fieldName(footer, column, opts.caseSensitive)
       name.flatMap(n => footer.chunk(rg, n)).flatMap { c =>
         if (c.encrypted || c.encoding.isEmpty || c.bloomOffset.isEmpty) None
         else if (!opts.int96Probes && c.encoding.get.physical == "INT96") None
         else try {
-          val f = NativeFilterReader.read(in, fileLength, c.bloomOffset.get, c.bloomLength)
+          val f = NativeFilterReader.locate(in, fileLength, c.bloomOffset.get, c.bloomLength)
           read += 1
           Some(f -> c.encoding.get)
         } catch {
@@ -88,7 +111,19 @@ object NativeFilters {
       }
     }
 
-    def mightMatch(rg: Int, p: BloomPredicate, filters: scala.collection.mutable.Map[String, Option[(Sbbf, ColumnEncoding)]]): Boolean = p match {
+    def hashesFor(in: In, enc: ColumnEncoding): Array[Long] = {
+      val key = (in, enc)
+      if (hashCache.containsKey(key)) hashCache.get(key)
+      else {
+        val parts = in.values.map(v => ValueHasher.hashes(v, in.dataType, enc))
+        val hs = if (parts.exists(_ == null)) null else parts.flatten.distinct.toArray
+        hashCache.put(key, hs)
+        hs
+      }
+    }
+
+    def mightMatch(rg: Int, p: BloomPredicate,
+                   filters: scala.collection.mutable.Map[String, Option[(NativeFilterReader.Located, ColumnEncoding)]]): Boolean = p match {
       case Unknown => true
       case Nothing => false
       case IsNull(_) => true
@@ -96,13 +131,10 @@ object NativeFilters {
         filters.getOrElseUpdate(in.column, filterOf(rg, in.column)) match {
           case None => true
           case Some((f, enc)) =>
-            var hs = hashCache.get((in, enc))
-            if (hs == null && !hashCache.containsKey((in, enc))) {
-              val parts = in.values.map(v => ValueHasher.hashes(v, in.dataType, enc))
-              hs = if (parts.exists(_ == null)) null else parts.flatten.distinct.toArray
-              hashCache.put((in, enc), hs)
-            }
-            hs == null || f.mightContainAny(hs)
+            val hs = hashesFor(in, enc)
+            hs == null || (try f.mightContainAny(hs) catch {
+              case _: InvalidBloomFilterException => invalid += 1; true // a block that cannot be read
+            })
         }
       case And(l, r) => mightMatch(rg, l, filters) && mightMatch(rg, r, filters)
       case Or(l, r) => mightMatch(rg, l, filters) || mightMatch(rg, r, filters)
@@ -161,4 +193,17 @@ object NativeFilters {
     }
     out.result()
   }
+}
+
+/** A stream opened on first use (only seek/readFully/getPos are used by the filter reader). */
+private[scan] final class LazyStream(open: () => SeekableInputStream) extends SeekableInputStream {
+  private lazy val in = open()
+  override def getPos: Long = in.getPos
+  override def seek(newPos: Long): Unit = in.seek(newPos)
+  override def readFully(bytes: Array[Byte]): Unit = in.readFully(bytes)
+  override def readFully(bytes: Array[Byte], start: Int, len: Int): Unit = in.readFully(bytes, start, len)
+  override def read(buf: java.nio.ByteBuffer): Int = in.read(buf)
+  override def readFully(buf: java.nio.ByteBuffer): Unit = in.readFully(buf)
+  override def read(): Int = in.read()
+  override def close(): Unit = ()
 }

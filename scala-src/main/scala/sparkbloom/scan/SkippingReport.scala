@@ -15,7 +15,12 @@ final case class ScanSkipping(
     filesNotCovered: Long,  // read because they are new/changed/not in the index
     indexBytesRead: Long = 0L,   // bytes of filter runs read from storage (not from the driver's cache)
     probeTimeNs: Long = 0L,      // time spent probing and deciding, at planning
-    distributedProbe: Boolean = false) // the probe ran as a Spark job (the runs did not fit the cache)
+    distributedProbe: Boolean = false, // the probe ran as a Spark job (the runs did not fit the cache)
+    // Read time, on the executors (0 until the scan has run): row groups checked against / skipped by the
+    // files' own bloom filters, and filters ignored as corrupt or unsupported.
+    nativeRowGroupsChecked: Long = 0L,
+    nativeRowGroupsSkipped: Long = 0L,
+    nativeFiltersInvalid: Long = 0L)
 
 object SkippingReport extends AdaptiveSparkPlanHelper {
   /**
@@ -29,8 +34,33 @@ object SkippingReport extends AdaptiveSparkPlanHelper {
       index.lastSkipping.orElse {
         index.listFiles(s.partitionFilters, s.dataFilters)
         index.lastSkipping
-      }
+      }.map(withNative(s, _))
+    case s: FileSourceScanExec if BloomScanMetricsExec.nativeMetrics(s).isDefined =>
+      // No index: the files' own filters only. Files: those the scan read (0 before it ran).
+      val files = s.metrics.get("numFiles").map(_.value).getOrElse(0L)
+      val pred = BloomScanMetricsExec.nativeSpec(s).map(_.all.sql).getOrElse("")
+      Some(withNative(s, ScanSkipping("", s.relation.location.rootPaths.mkString(", "), pred, files, files, 0L, 0L, files)))
+    case b: org.apache.spark.sql.execution.datasources.v2.BatchScanExec if b.scan.isInstanceOf[BloomParquetScanV2] &&
+        b.scan.asInstanceOf[BloomParquetScanV2].index.isDefined =>
+      val index = b.scan.asInstanceOf[BloomParquetScanV2].index.get
+      index.lastSkipping.orElse { b.scan.asInstanceOf[BloomParquetScanV2].planInputPartitions(); index.lastSkipping }.map(withNative(b, _))
+    case b: org.apache.spark.sql.execution.datasources.v2.BatchScanExec if BloomScanMetricsExec.nativeMetrics(b).isDefined =>
+      val v = b.scan.asInstanceOf[BloomParquetScanV2]
+      val files = v.planInputPartitions().iterator.flatMap {
+        case f: org.apache.spark.sql.execution.datasources.FilePartition => f.files.iterator.map(_.filePath)
+        case _ => Iterator.empty
+      }.toSet.size.toLong
+      Some(withNative(b, ScanSkipping("", v.fileIndex.rootPaths.mkString(", "), v.spec.all.sql, files, files, 0L, 0L, files)))
   }.flatten
+
+  private def withNative(s: SparkPlan, k: ScanSkipping): ScanSkipping =
+    BloomScanMetricsExec.nativeMetrics(s) match {
+      case None => k
+      case Some(m) =>
+        val checked = m.rowGroupsChecked.value; val skipped = m.rowGroupsSkipped.value
+        val base = if (k.index.nonEmpty) k else k.copy(rowGroupsTotal = checked, rowGroupsKept = checked - skipped)
+        base.copy(nativeRowGroupsChecked = checked, nativeRowGroupsSkipped = skipped, nativeFiltersInvalid = m.filtersInvalid.value)
+    }
 
   /**
    * What one index did for the lookups this driver planned since it started (DESCRIBE BLOOM INDEX shows it):

@@ -1,0 +1,143 @@
+package sparkbloom.scan
+
+import org.apache.spark.broadcast.Broadcast
+import org.apache.spark.sql.catalyst.FileSourceOptions
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.{And, AttributeReference, Expression}
+import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
+import org.apache.spark.sql.execution.datasources.{FilePartition, PartitionedFile}
+import org.apache.spark.sql.execution.datasources.v2.FilePartitionReaderFactory
+import org.apache.spark.sql.execution.datasources.v2.parquet.{ParquetPartitionReaderFactory, ParquetScan}
+import org.apache.spark.sql.vectorized.ColumnarBatch
+
+import sparkbloom.index.SerializableConf
+import sparkbloom.optimizer.BloomPredicate
+
+/**
+ * Spark's V2 Parquet scan (`spark.read.parquet` with parquet out of `spark.sql.sources.useV1SourceList`), with
+ * the files' own bloom filters checked at read time exactly as [[BloomParquetFileFormat]] does for V1: each
+ * file split handed to Spark's own V2 reader factory is first cut to the row groups that may match
+ * ([[NativeFilters]]), so Spark's reader (vectorised or not) reads the rest. parquet-java's bloom level is
+ * already off for the scan (the rule sets it in the relation's options). A scan with a pushed-down aggregate
+ * is never wrapped (it answers from footers, not rows).
+ */
+class BloomParquetScanV2(val original: ParquetScan, val spec: NativeSpec, minSkipPerExtraRead: Long,
+                         val index: Option[BloomSkippingFileIndex] = None)
+  extends ParquetScan(original.sparkSession, original.hadoopConf, original.fileIndex, original.dataSchema,
+    original.readDataSchema, original.readPartitionSchema, original.pushedFilters, original.options,
+    original.pushedAggregate, original.partitionFilters, original.dataFilters) {
+
+  private def selection: RowGroupSelection = index.map(_.selection).getOrElse(BloomParquetScanV2.NoSelection)
+
+  /**
+   * Spark's own splits of the files the bloom indexes keep: the listing is pruned by a [[BloomSkippingFileIndex]]
+   * over the scan's own file index (same listing, partition pruning included), and the splits of dropped files
+   * are removed; row groups are narrowed at read time from the same decision.
+   */
+  override def planInputPartitions(): Array[InputPartition] = {
+    val parts = super.planInputPartitions()
+    index match {
+      case None => parts
+      case Some(ix) =>
+        val kept = ix.listFiles(partitionFilters, dataFilters).iterator.flatMap(_.files.iterator.map(_.getPath.toString)).toSet
+        parts.iterator.collect { case f: FilePartition => f }
+          .map(f => f.files.filter(pf => kept.contains(pf.toPath.toString)))
+          .filter(_.nonEmpty).zipWithIndex.map { case (files, i) => FilePartition(i, files): InputPartition }.toArray
+    }
+  }
+
+  override def createReaderFactory(): PartitionReaderFactory = original.createReaderFactory() match {
+    case f: ParquetPartitionReaderFactory =>
+      val conf = sparkSession.sparkContext.broadcast(new SerializableConf(original.hadoopConf))
+      new NativeFilteringReaderFactory(f, spec, conf, minSkipPerExtraRead, selection)
+    case other => other
+  }
+
+  override def description(): String = super.description() +
+    index.map(i => s", BloomIndexes: [${i.indexNames}] [${i.predicateSql}]").getOrElse("") +
+    (if (NativeFilters.prunable(spec.all)) s", NativeBloomFilters: [${spec.all.sql}]" else "")
+  override def equals(o: Any): Boolean = o match {
+    case b: BloomParquetScanV2 => b eq this
+    case _ => false
+  }
+  override def hashCode(): Int = System.identityHashCode(this)
+}
+
+object BloomParquetScanV2 {
+  private val NoSelection = new RowGroupSelection(false)
+
+  /**
+   * The scan with bloom indexes (when the table at its single root has indexes answering its filters) and native
+   * filters at read time, or None when neither can decide anything.
+   */
+  def wrap(session: org.apache.spark.sql.SparkSession, s: ParquetScan, native: Boolean): Option[BloomParquetScanV2] = {
+    if (s.isInstanceOf[BloomParquetScanV2] || s.pushedAggregate.isDefined || s.dataFilters.isEmpty) return None
+    val partitionCols = s.readPartitionSchema.fieldNames.map(_.toLowerCase(java.util.Locale.ROOT)).toSet
+    val names = s.dataFilters.flatMap(_.collect { case a: AttributeReference => a.exprId -> a.name }).toMap
+      .filter { case (_, n) => !partitionCols.contains(n.toLowerCase(java.util.Locale.ROOT)) }
+    val cond: Expression = s.dataFilters.reduce(And)
+    val int96Probes = !session.conf.get("spark.sql.parquet.int96TimestampConversion", "false").toBoolean
+    val indexes = s.fileIndex.rootPaths match {
+      case Seq(root) => sparkbloom.optimizer.BloomSkippingRule.indexesAt(session, root, cond, names).map(_._2)
+      case _ => None
+    }
+    val index = indexes.map { used =>
+      new BloomSkippingFileIndex(session, s.fileIndex, used, new RowGroupSelection(sparkbloom.BloomConf.rowGroupPruning(session)),
+        s.fileIndex.rootPaths.head.toString, int96Probes)
+    }
+    val all = if (native) BloomPredicate.translate(cond, id => names.get(id)) else BloomPredicate.Unknown
+    val indexedCols = indexes.toSeq.flatten.flatMap(_._1.meta.columns.map(_.name.toLowerCase(java.util.Locale.ROOT))).toSet
+    val covered = if (native) BloomPredicate.translate(cond, id => names.get(id).filterNot(n =>
+      indexedCols.contains(n.toLowerCase(java.util.Locale.ROOT)))) else BloomPredicate.Unknown
+    val prunes = NativeFilters.prunable(all) || NativeFilters.prunable(covered)
+    if (!prunes && index.isEmpty) None
+    else Some(new BloomParquetScanV2(s, new NativeSpec(all, covered,
+      NativeFilters.Options(session.sessionState.conf.caseSensitiveAnalysis, int96Probes),
+      if (prunes) NativeMetrics(session.sparkContext) else null), sparkbloom.BloomConf.minSkipPerExtraRead(session), index))
+  }
+}
+
+/** Spark's V2 Parquet reader factory, handed each file split cut to the row groups native filters keep. */
+final class NativeFilteringReaderFactory(inner: ParquetPartitionReaderFactory, spec: NativeSpec,
+                                         conf: Broadcast[SerializableConf], minSkip: Long,
+                                         selection: RowGroupSelection) extends FilePartitionReaderFactory {
+  override def options: FileSourceOptions = inner.options
+  override def supportColumnarReads(partition: InputPartition): Boolean = inner.supportColumnarReads(partition)
+  override def buildReader(file: PartitionedFile): PartitionReader[InternalRow] = narrowed(file, inner.buildReader)
+  override def buildColumnarReader(file: PartitionedFile): PartitionReader[ColumnarBatch] = narrowed(file, inner.buildColumnarReader)
+
+  private def narrowed[T](file: PartitionedFile, build: PartitionedFile => PartitionReader[T]): PartitionReader[T] = {
+    val s = file.start; val e = file.start + file.length
+    val path = file.toPath.toString
+    val fromIndex = selection.get(path)
+    val fromNative = spec.decide(conf.value.value, file, if (selection.decidedByIndex(path)) spec.covered else spec.all)
+    val ranges = (fromIndex, fromNative) match {
+      case (Some(a), Some(b)) => Some(NativeFilters.intersect(a, b))
+      case (a, b) => a.orElse(b)
+    }
+    ranges match {
+      case None => build(file)
+      case Some(r) =>
+        val pieces = BloomParquetFileFormat.pieces(r, s, e)
+        if (pieces.isEmpty) new ConcatPartitionReader[T](Iterator.empty)
+        else if ((pieces.size == 1 && pieces.head == (s -> e)) || BloomParquetFileFormat.readWhole(pieces, s, e, minSkip)) build(file)
+        else new ConcatPartitionReader[T](pieces.iterator.map { case (a, b) => () => build(file.copy(start = a, length = b - a)) })
+    }
+  }
+}
+
+/** Reads the readers `parts` opens, one after the other, each closed before the next is opened. */
+final class ConcatPartitionReader[T](parts: Iterator[() => PartitionReader[T]]) extends PartitionReader[T] {
+  private var current: PartitionReader[T] = null
+  override def next(): Boolean = {
+    while (true) {
+      if (current != null && current.next()) return true
+      if (current != null) { current.close(); current = null }
+      if (!parts.hasNext) return false
+      current = parts.next()()
+    }
+    false
+  }
+  override def get(): T = current.get()
+  override def close(): Unit = if (current != null) { current.close(); current = null }
+}

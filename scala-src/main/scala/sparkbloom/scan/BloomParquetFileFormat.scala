@@ -15,10 +15,14 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
  * [start_i, start_{i+1}), so handing the reader the intersections of the split with the kept ranges reads
  * exactly the kept row groups this split would have read, vectorised or not.
  *
+ * The row groups to read come from the bloom indexes (decided at planning time, in [[RowGroupSelection]]) and
+ * from the files' own bloom filters, checked here at read time ([[NativeSpec]], [[NativeFilters]]) for files no
+ * index decided (and, for indexed files, for columns no index answers).
+ *
  * It also turns off parquet-java's own bloom-filter row-group filtering for the scan: that filtering trusts
  * whatever filter a file carries (a corrupt header silently drops rows, e.g. DuckDB's
- * `bloom_filter_short_numbytes.parquet`), while the index only ever holds filters it validated (harvested)
- * or built itself, so it already does that job, safely. Statistics and dictionary filtering stay on.
+ * `bloom_filter_short_numbytes.parquet`) and probes only the literal's own zero. Statistics and dictionary
+ * filtering stay on, except as [[sparkbloom.optimizer.BloomSkippingRule]] turns them off for ±0.0 and NaN.
  */
 class BloomParquetFileFormat(val selection: RowGroupSelection, val native: Option[NativeSpec] = None)
     extends ParquetFileFormat {
@@ -62,7 +66,8 @@ class BloomParquetFileFormat(val selection: RowGroupSelection, val native: Optio
     }
   }
 
-  override def toString: String = if (native.isDefined) "Parquet+Bloom(native filters checked)" else "Parquet+Bloom"
+  override def toString: String =
+    if (native.exists(n => n.metrics != null)) "Parquet+Bloom(native filters checked)" else "Parquet+Bloom"
 
   // ParquetFileFormat equals any ParquetFileFormat; this one only itself, so a rewritten relation never
   // compares equal to the one it replaces.

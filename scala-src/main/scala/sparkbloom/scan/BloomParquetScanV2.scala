@@ -39,10 +39,16 @@ class BloomParquetScanV2(val original: ParquetScan, val spec: NativeSpec, minSki
     index match {
       case None => parts
       case Some(ix) =>
-        val kept = ix.listFiles(partitionFilters, dataFilters).iterator.flatMap(_.files.iterator.map(_.getPath.toString)).toSet
-        parts.iterator.collect { case f: FilePartition => f }
-          .map(f => f.files.filter(pf => kept.contains(pf.toPath.toString)))
-          .filter(_.nonEmpty).zipWithIndex.map { case (files, i) => FilePartition(i, files): InputPartition }.toArray
+        // Only files the index dropped are removed (a split whose path is not recognised is kept).
+        def paths(ds: Seq[org.apache.spark.sql.execution.datasources.PartitionDirectory]): Set[String] =
+          ds.iterator.flatMap(_.files.iterator.map(_.getPath.toString)).toSet
+        val kept = paths(ix.listFiles(partitionFilters, dataFilters))
+        val dropped = paths(fileIndex.listFiles(partitionFilters, dataFilters)) -- kept
+        if (dropped.isEmpty) parts
+        else parts.iterator.map {
+          case f: FilePartition => f.files.filterNot(pf => dropped.contains(pf.toPath.toString))
+          case other => return parts // not Spark's file splits: read everything
+        }.filter(_.nonEmpty).zipWithIndex.map { case (files, i) => FilePartition(i, files): InputPartition }.toArray
     }
   }
 

@@ -21,10 +21,19 @@ class ValueHasherSuite extends AnyFunSuite {
 
   test("integral types hash as the physical type of the column, not of the literal") {
     for ((v, dt) <- Seq[(Any, DataType)]((7.toByte, ByteType), (7.toShort, ShortType), (7, IntegerType), (7L, LongType))) {
-      assert(one(hashes(v, dt, ColumnEncoding.Int32)) == PlainHash.int32(7), s"$dt into INT32")
       assert(one(hashes(v, dt, ColumnEncoding.Int64)) == PlainHash.int64(7L), s"$dt into INT64")
     }
+    for ((v, dt) <- Seq[(Any, DataType)]((7, IntegerType), (7L, LongType)))
+      assert(one(hashes(v, dt, ColumnEncoding.Int32)) == PlainHash.int32(7), s"$dt into INT32")
     assert(one(hashes(-5, IntegerType, ColumnEncoding("INT32", "INT(8,true)", 0))) == PlainHash.int32(-5))
+    // Spark reads a wider INT32 column as BYTE / SHORT by narrowing each value (300 reads as 44): only a column
+    // annotated that narrow is probed
+    assert(one(hashes(7.toByte, ByteType, ColumnEncoding("INT32", "INT(8,true)", 0))) == PlainHash.int32(7))
+    assert(one(hashes(7.toShort, ShortType, ColumnEncoding("INT32", "INT(16,true)", 0))) == PlainHash.int32(7))
+    assert(one(hashes(7.toShort, ShortType, ColumnEncoding("INT32", "INT(8,true)", 0))) == PlainHash.int32(7))
+    assert(hashes(44.toByte, ByteType, ColumnEncoding.Int32) eq Keep)
+    assert(hashes(44.toByte, ByteType, ColumnEncoding("INT32", "INT(16,true)", 0)) eq Keep)
+    assert(hashes(7.toShort, ShortType, ColumnEncoding.Int32) eq Keep)
   }
 
   test("a BIGINT too large for an INT32 column cannot be in it but is not hashed as something else") {

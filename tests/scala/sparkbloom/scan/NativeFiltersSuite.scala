@@ -228,4 +228,49 @@ class NativeFiltersSuite extends AnyFunSuite with LocalSpark {
     val e = intercept[Exception](withIndexEnabled(on = true)(df.collect()))
     assert(e.toString.toLowerCase.contains("parquet") || Option(e.getCause).exists(_.toString.toLowerCase.contains("parquet")), e)
   }
+
+  test("review fixes: non-deterministic conditions, ambiguous names, field ids, pushdown off, foreign INT96 and rebase") {
+    val t = () => spark.read.parquet(keyed)
+    // with a non-deterministic conjunct, sparkbloom prunes on no more than Spark itself pushes to the scan
+    val nd = withSparkbloom(t().where(rand(42) < 2.0 && col("id") === 4321L))
+    val pushedByspark = nd.df.queryExecution.executedPlan.toString.contains("EqualTo(id,4321)")
+    assert(nd.rows.size == 1 && (nd.nativeSkipped == 0 || pushedByspark), nd)
+    // Parquet filter pushdown off: no row-group pruning by native filters either
+    spark.conf.set("spark.sql.parquet.filterPushdown", "false")
+    try assert(withSparkbloom(t().where(col("id") === 4321L)).nativeChecked == 0)
+    finally spark.conf.unset("spark.sql.parquet.filterPushdown")
+    // V2 with field-id matching: names could probe the wrong column, so no native pruning
+    val oldV1 = spark.conf.get("spark.sql.sources.useV1SourceList")
+    spark.conf.set("spark.sql.sources.useV1SourceList", "")
+    spark.conf.set("spark.sql.parquet.fieldId.read.enabled", "true")
+    try assert(withSparkbloom(t().where(col("id") === 4321L)).nativeChecked == 0)
+    finally { spark.conf.unset("spark.sql.parquet.fieldId.read.enabled"); spark.conf.set("spark.sql.sources.useV1SourceList", oldV1) }
+    // two fields matching one name case-insensitively: Spark's reader must still raise its error
+    val dup = tempDir("dup") + "/t"
+    spark.conf.set("spark.sql.caseSensitive", "true")
+    try spark.range(0, 100, 1, 1).select(col("id").as("k"), (col("id") + 1000).as("K"))
+      .write.option("parquet.bloom.filter.enabled", "true").option("parquet.enable.dictionary", "false").parquet(dup)
+    finally spark.conf.unset("spark.sql.caseSensitive")
+    val e = intercept[Exception](withIndexEnabled(on = true)(spark.read.schema("k BIGINT").parquet(dup).where(col("k") === -7L).collect()))
+    assert(e.toString.toLowerCase.contains("duplicate") || Option(e.getCause).exists(_.toString.toLowerCase.contains("duplicate")), e)
+    // INT96 written by anything but Spark is never probed (Spark truncates its nanoseconds on read)
+    val int96 = org.apache.parquet.schema.Types.optional(org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName.INT96).named("ts")
+    assert(sparkbloom.parquet.FileEncodings.of(int96, java.util.Collections.emptyMap[String, String]()).isEmpty)
+    assert(sparkbloom.parquet.FileEncodings.of(int96, java.util.Collections.singletonMap("org.apache.spark.version", "4.0.4")).nonEmpty)
+    // LEGACY rebase (session or read option) marks other writers' dates and timestamps unprobeable
+    assert(!NativeFilters.options(spark, Map.empty).legacyRebaseOfForeignFiles)
+    assert(NativeFilters.options(spark, Map("datetimeRebaseMode" -> "LEGACY")).legacyRebaseOfForeignFiles)
+    spark.conf.set("spark.sql.parquet.int96RebaseModeInRead", "LEGACY")
+    try assert(NativeFilters.options(spark, Map.empty).legacyRebaseOfForeignFiles)
+    finally spark.conf.unset("spark.sql.parquet.int96RebaseModeInRead")
+  }
+
+  test("a comparison with 0.0 inferred from a join after the rewrite still turns the dictionary filter off") {
+    val a = tempDir("infer") + "/a"
+    spark.range(0, 500, 1, 1).select(lit(-0.0d).as("x"), col("id")).write.parquet(a) // dictionary-encoded -0.0
+    val q = () => spark.read.parquet(a).join(spark.range(0, 1).select(lit(0.0d).as("y")), col("x") === col("y"))
+      .where(col("y") === 0.0d).agg(count(lit(1)))
+    info(s"Spark alone: ${sparkAlone(q())}")
+    assert(withSparkbloom(q()).rows == truth(q()))
+  }
 }

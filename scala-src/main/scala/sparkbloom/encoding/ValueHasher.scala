@@ -110,6 +110,12 @@ object ValueHasher {
     case ("DATE", DateType) => true
     case (_, DateType) => false
     case ("DATE", _) => false
+    // Spark reads an INT32 column as BYTE / SHORT by narrowing each value (300 reads as 44): exact only when the
+    // column is annotated that narrow.
+    case ("INT(8,true)", ByteType) => true
+    case (_, ByteType) => false
+    case ("INT(8,true)" | "INT(16,true)", ShortType) => true
+    case (_, ShortType) => false
     case ("" | "INT(8,true)" | "INT(16,true)" | "INT(32,true)", _) => true
     case _ => false
   }

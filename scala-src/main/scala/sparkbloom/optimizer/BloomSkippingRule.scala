@@ -38,13 +38,20 @@ class BloomSkippingRule(session: SparkSession) extends Rule[LogicalPlan] {
   override def apply(plan: LogicalPlan): LogicalPlan = {
     if (!BloomConf.enabled(session)) return plan
     IndexCache.setMaxBytes(BloomConf.cacheMaxBytes(session))
-    val native = BloomConf.nativeFilters(session)
+    // Native filters prune row groups like Spark's own Parquet pushdown does: not when the user turned it off.
+    val native = BloomConf.nativeFilters(session) && session.sessionState.conf.parquetFilterPushDown
     try plan.transformDown {
       case f @ Filter(cond, l @ LogicalRelation(rel: HadoopFsRelation, output, table, false, _))
           if rel.fileFormat.getClass == classOf[ParquetFileFormat] && !rel.location.isInstanceOf[BloomSkippingFileIndex] =>
-        rewrite(f, cond, l, rel, output.map(a => a.exprId -> a.name).toMap, table.map(_.location), native).getOrElse(f)
+        rewrite(f, BloomSkippingRule.pushable(cond), l, rel, output.map(a => a.exprId -> a.name).toMap,
+          table.map(_.location), native).getOrElse(f)
+      // Already rewritten, and a later rule (e.g. filters inferred from a join) added a comparison with a floating
+      // zero or NaN: the guards it needs are added too.
+      case f @ Filter(cond, l @ LogicalRelation(rel: HadoopFsRelation, _, _, false, _))
+          if rel.fileFormat.isInstanceOf[BloomParquetFileFormat] && missing(rel.options, cond).nonEmpty =>
+        f.copy(child = l.copy(relation = rel.copy(options = rel.options ++ missing(rel.options, cond))(rel.sparkSession)))
       case f @ Filter(cond, r: DataSourceV2Relation) if native && r.table.getClass == classOf[ParquetTable] &&
-          !Option(r.options.get(BloomParquetFileFormat.NativeBloomFiltering)).contains("false") =>
+          missing(r.options.asCaseSensitiveMap().asScala.toMap, cond).nonEmpty =>
         val opts = new java.util.HashMap[String, String](r.options.asCaseSensitiveMap())
         safeParquetJavaOptions(cond).foreach { case (k, v) => opts.put(k, v) }
         f.copy(child = r.copy(options = new CaseInsensitiveStringMap(opts)))
@@ -73,7 +80,7 @@ class BloomSkippingRule(session: SparkSession) extends Rule[LogicalPlan] {
       val indexedCols = fromIndexes.toSeq.flatMap(_._2.flatMap(u => u._1.meta.columns.map(_.name.toLowerCase(java.util.Locale.ROOT)))).toSet
       val covered = if (byFieldId) BloomPredicate.Unknown
         else BloomPredicate.translate(cond, id => dataCol(id).filterNot(n => indexedCols.contains(n.toLowerCase(java.util.Locale.ROOT))))
-      val opts = NativeFilters.Options(session.sessionState.conf.caseSensitiveAnalysis, int96Probes)
+      val opts = NativeFilters.options(session, rel.options)
       val prunes = NativeFilters.prunable(all) || NativeFilters.prunable(covered)
       Some(new NativeSpec(all, covered, opts, if (prunes) NativeMetrics(session.sparkContext) else null))
     }
@@ -104,6 +111,10 @@ class BloomSkippingRule(session: SparkSession) extends Rule[LogicalPlan] {
         Map(BloomParquetFileFormat.StatisticsFiltering -> "false", BloomParquetFileFormat.ColumnIndexFiltering -> "false")
       else Map.empty)
 
+  /** The guard options `cond` needs that `options` lacks. */
+  private def missing(options: Map[String, String], cond: Expression): Map[String, String] =
+    safeParquetJavaOptions(cond).filter { case (k, v) => !options.get(k).contains(v) }
+
   private def int96Probes: Boolean = !session.conf.get("spark.sql.parquet.int96TimestampConversion", "false").toBoolean
 
   /** The table root and the indexes that answer part of `cond`, if any. */
@@ -118,6 +129,19 @@ class BloomSkippingRule(session: SparkSession) extends Rule[LogicalPlan] {
 }
 
 object BloomSkippingRule extends org.apache.spark.internal.Logging {
+  /**
+   * The conjuncts of `cond` before its first non-deterministic one (what Spark itself pushes to a scan): pruning
+   * on the others would change which rows a non-deterministic conjunct sees.
+   */
+  def pushable(cond: Expression): Expression = {
+    def split(e: Expression): Seq[Expression] = e match {
+      case org.apache.spark.sql.catalyst.expressions.And(l, r) => split(l) ++ split(r)
+      case other => Seq(other)
+    }
+    split(cond).takeWhile(_.deterministic).reduceOption(org.apache.spark.sql.catalyst.expressions.And)
+      .getOrElse(org.apache.spark.sql.catalyst.expressions.Literal.TrueLiteral)
+  }
+
   /** The indexes stored for the table at `root` that answer part of `cond` (`names`: attribute -> column). */
   def indexesAt(session: SparkSession, root: Path, cond: Expression,
                 names: Map[ExprId, String]): Option[(Path, Seq[(IndexVersion, BloomPredicate)])] = {

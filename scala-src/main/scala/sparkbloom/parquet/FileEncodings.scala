@@ -16,6 +16,8 @@ object FileEncodings {
   /** Spark's footer keys marking values written in the legacy hybrid Julian calendar. */
   val LegacyDateTimeKey = "org.apache.spark.legacyDateTime"
   val LegacyInt96Key = "org.apache.spark.legacyINT96"
+  /** Spark's footer key naming the Spark version that wrote the file. */
+  val SparkVersionKey = "org.apache.spark.version"
 
   def of(field: Type, keyValueMetadata: java.util.Map[String, String]): Option[ColumnEncoding] = {
     if (!field.isPrimitive || field.isRepetition(Type.Repetition.REPEATED)) return None
@@ -25,6 +27,10 @@ object FileEncodings {
     val legacyInt96 = meta.containsKey(LegacyInt96Key) || legacyDate
     val ann = p.getLogicalTypeAnnotation
     val physical = p.getPrimitiveTypeName
+    // INT96 holds nanoseconds; Spark reads them truncated to microseconds, so many stored values read as one
+    // Spark value and a probe of one of them could miss the others. Spark itself writes whole microseconds
+    // (its footers carry org.apache.spark.version); from any other writer an INT96 column is never probed.
+    if (physical == PrimitiveTypeName.INT96 && !meta.containsKey(SparkVersionKey)) return None
     val logical: Option[String] = (physical, ann) match {
       case (PrimitiveTypeName.BOOLEAN, _) => None
       case (_, null) => Some("")

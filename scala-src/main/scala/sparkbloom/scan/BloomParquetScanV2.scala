@@ -1,5 +1,7 @@
 package sparkbloom.scan
 
+import scala.jdk.CollectionConverters._
+
 import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.sql.catalyst.FileSourceOptions
 import org.apache.spark.sql.catalyst.InternalRow
@@ -82,7 +84,11 @@ object BloomParquetScanV2 {
     val names = s.dataFilters.flatMap(_.collect { case a: AttributeReference => a.exprId -> a.name }).toMap
       .filter { case (_, n) => !partitionCols.contains(n.toLowerCase(java.util.Locale.ROOT)) }
     val cond: Expression = s.dataFilters.reduce(And)
-    val int96Probes = !session.conf.get("spark.sql.parquet.int96TimestampConversion", "false").toBoolean
+    val opts = NativeFilters.options(session, s.options.asCaseSensitiveMap().asScala.toMap)
+    val int96Probes = opts.int96Probes
+    // Parquet field ids decide which file column a read column is: names would probe the wrong filter.
+    val byFieldId = session.conf.get("spark.sql.parquet.fieldId.read.enabled", "false").toBoolean
+    val nativeOn = native && !byFieldId && session.sessionState.conf.parquetFilterPushDown
     val indexes = s.fileIndex.rootPaths match {
       case Seq(root) => sparkbloom.optimizer.BloomSkippingRule.indexesAt(session, root, cond, names).map(_._2)
       case _ => None
@@ -91,14 +97,13 @@ object BloomParquetScanV2 {
       new BloomSkippingFileIndex(session, s.fileIndex, used, new RowGroupSelection(sparkbloom.BloomConf.rowGroupPruning(session)),
         s.fileIndex.rootPaths.head.toString, int96Probes)
     }
-    val all = if (native) BloomPredicate.translate(cond, id => names.get(id)) else BloomPredicate.Unknown
+    val all = if (nativeOn) BloomPredicate.translate(cond, id => names.get(id)) else BloomPredicate.Unknown
     val indexedCols = indexes.toSeq.flatten.flatMap(_._1.meta.columns.map(_.name.toLowerCase(java.util.Locale.ROOT))).toSet
-    val covered = if (native) BloomPredicate.translate(cond, id => names.get(id).filterNot(n =>
+    val covered = if (nativeOn) BloomPredicate.translate(cond, id => names.get(id).filterNot(n =>
       indexedCols.contains(n.toLowerCase(java.util.Locale.ROOT)))) else BloomPredicate.Unknown
     val prunes = NativeFilters.prunable(all) || NativeFilters.prunable(covered)
     if (!prunes && index.isEmpty) None
-    else Some(new BloomParquetScanV2(s, new NativeSpec(all, covered,
-      NativeFilters.Options(session.sessionState.conf.caseSensitiveAnalysis, int96Probes),
+    else Some(new BloomParquetScanV2(s, new NativeSpec(all, covered, opts,
       if (prunes) NativeMetrics(session.sparkContext) else null), sparkbloom.BloomConf.minSkipPerExtraRead(session), index))
   }
 }

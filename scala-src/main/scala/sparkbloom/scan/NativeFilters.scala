@@ -48,10 +48,25 @@ object NativeFilters {
 
   /**
    * @param caseSensitive `spark.sql.caseSensitive`: match predicate columns to the file's fields exactly;
-   *                      otherwise an exact match first, then a case-insensitive one (as Spark's reader)
+   *                      otherwise case-insensitively, and only when exactly one field matches
    * @param int96Probes   false under `spark.sql.parquet.int96TimestampConversion` (INT96 values are shifted)
    */
-  final case class Options(caseSensitive: Boolean, int96Probes: Boolean) extends Serializable
+  final case class Options(caseSensitive: Boolean, int96Probes: Boolean, legacyRebaseOfForeignFiles: Boolean = false)
+    extends Serializable
+
+  /**
+   * The options of a scan in `session` (`readOptions`: the relation's own options, which may set
+   * `datetimeRebaseMode` / `int96RebaseMode`). Files written by other writers than Spark are read with the session's
+   * (or the read's) rebase modes: under LEGACY their dates and timestamps are shifted on read, so never probed.
+   */
+  def options(session: org.apache.spark.sql.SparkSession, readOptions: Map[String, String]): Options = {
+    def mode(option: String, conf: String): String =
+      readOptions.find(_._1.equalsIgnoreCase(option)).map(_._2).getOrElse(session.conf.get(conf, "CORRECTED"))
+    val legacy = Seq(mode("datetimeRebaseMode", "spark.sql.parquet.datetimeRebaseModeInRead"),
+      mode("int96RebaseMode", "spark.sql.parquet.int96RebaseModeInRead")).exists(_.equalsIgnoreCase("LEGACY"))
+    Options(session.sessionState.conf.caseSensitiveAnalysis,
+      !session.conf.get("spark.sql.parquet.int96TimestampConversion", "false").toBoolean, legacy)
+  }
 
   /**
    * Decides the split [start, end) of the file at `path` (`fileSize` and `modificationTime` as listed). None:
@@ -92,6 +107,7 @@ object NativeFilters {
              pred: BloomPredicate, opts: Options): Option[Decision] = {
     if (!prunable(pred)) return None
     var considered, kept, invalid, read = 0
+    val sparkWritten = Option(footer.keyValueMetadata).exists(_.containsKey(sparkbloom.parquet.FileEncodings.SparkVersionKey))
     val ranges = Array.newBuilder[Long]
     val hashCache = new java.util.HashMap[(In, ColumnEncoding), Array[Long]]()
 
@@ -100,6 +116,7 @@ object NativeFilters {
       name.flatMap(n => footer.chunk(rg, n)).flatMap { c =>
         if (c.encrypted || c.encoding.isEmpty || c.bloomOffset.isEmpty) None
         else if (!opts.int96Probes && c.encoding.get.physical == "INT96") None
+        else if (opts.legacyRebaseOfForeignFiles && !sparkWritten && dateTime(c.encoding.get)) None
         else try {
           val f = NativeFilterReader.locate(in, fileLength, c.bloomOffset.get, c.bloomLength)
           read += 1
@@ -158,6 +175,9 @@ object NativeFilters {
     Some(Decision(considered, kept, ranges.result(), invalid, read))
   }
 
+  private def dateTime(e: ColumnEncoding): Boolean =
+    e.physical == "INT96" || e.logical == "DATE" || e.logical.startsWith("TIMESTAMP")
+
   /** Whether `p` could ever prune a row group through equality filters (else no file is opened). */
   def prunable(p: BloomPredicate): Boolean = p match {
     case Unknown | IsNull(_) => false
@@ -171,10 +191,10 @@ object NativeFilters {
     else {
       import scala.jdk.CollectionConverters._
       val names = f.schema.getFields.asScala.map(_.getName)
-      names.find(_ == column).orElse {
-        val ci = names.filter(_.equalsIgnoreCase(column))
-        if (ci.size == 1) ci.headOption else None // ambiguous: Spark's reader fails; never decide on it
-      }
+      // Spark's reader fails on a name two fields match case-insensitively: never decide on it (the error must
+      // still be raised by reading).
+      val ci = names.filter(_.equalsIgnoreCase(column))
+      if (ci.size == 1) ci.headOption else None
     }
   }
 

@@ -42,27 +42,9 @@ class BloomParquetFileFormat(val selection: RowGroupSelection, val native: Optio
     val minSkip = sparkbloom.BloomConf.minSkipPerExtraRead(sparkSession)
     val nat = native.filter(n => NativeFilters.prunable(n.all) || NativeFilters.prunable(n.covered))
     val conf = nat.map(_ => sparkSession.sparkContext.broadcast(new sparkbloom.index.SerializableConf(hadoopConf)))
-    (file: PartitionedFile) => {
-      val path = file.toPath.toString
-      val s = file.start; val e = file.start + file.length
-      val fromIndex = sel.get(path)
-      val fromNative = nat.flatMap { n =>
-        val pred = if (sel.decidedByIndex(path)) n.covered else n.all
-        n.decide(conf.get.value.value, file, pred)
-      }
-      val ranges = (fromIndex, fromNative) match {
-        case (Some(a), Some(b)) => Some(NativeFilters.intersect(a, b))
-        case (a, b) => a.orElse(b)
-      }
-      ranges match {
-        case None => read(file)
-        case Some(r) =>
-          val pieces = BloomParquetFileFormat.pieces(r, s, e)
-          if (pieces.isEmpty) Iterator.empty
-          else if (pieces.size == 1 && pieces.head == (s -> e)) read(file)
-          else if (BloomParquetFileFormat.readWhole(pieces, s, e, minSkip)) read(file)
-          else pieces.iterator.flatMap { case (a, b) => read(file.copy(start = a, length = b - a)) }
-      }
+    (file: PartitionedFile) => BloomParquetFileFormat.splitsToRead(file, sel, nat, conf.get.value.value, minSkip) match {
+      case None => read(file)
+      case Some(parts) => parts.iterator.flatMap(read)
     }
   }
 
@@ -134,6 +116,27 @@ object BloomParquetFileFormat {
    */
   def readWhole(pieces: Seq[(Long, Long)], s: Long, e: Long, minSkipPerExtraRead: Long): Boolean =
     pieces.size > 1 && (e - s) - pieces.iterator.map(p => p._2 - p._1).sum < (pieces.size - 1).toLong * minSkipPerExtraRead
+
+  /**
+   * What Spark's reader should read of the split `file`: None = the split as it is; otherwise these pieces of it
+   * (none when no row group may match). Row groups kept = those the index kept (`sel`) and, for files it did
+   * not decide or columns it does not answer, those the file's own filters keep (`native`).
+   */
+  def splitsToRead(file: PartitionedFile, sel: RowGroupSelection, native: Option[NativeSpec], conf: => Configuration,
+                   minSkipPerExtraRead: Long): Option[Seq[PartitionedFile]] = {
+    val path = file.toPath.toString
+    val s = file.start; val e = file.start + file.length
+    val fromNative = native.flatMap(n => n.decide(conf, file, if (sel.decidedByIndex(path)) n.covered else n.all))
+    val ranges = (sel.get(path), fromNative) match {
+      case (Some(a), Some(b)) => Some(NativeFilters.intersect(a, b))
+      case (a, b) => a.orElse(b)
+    }
+    ranges.flatMap { r =>
+      val ps = pieces(r, s, e)
+      if (ps.nonEmpty && ((ps.size == 1 && ps.head == (s -> e)) || readWhole(ps, s, e, minSkipPerExtraRead))) None
+      else Some(ps.map { case (a, b) => file.copy(start = a, length = b - a) })
+    }
+  }
 
   /** Kept ranges (flattened pairs, sorted or not) merged where adjacent, intersected with [s, e). */
   def pieces(ranges: Array[Long], s: Long, e: Long): Seq[(Long, Long)] = {

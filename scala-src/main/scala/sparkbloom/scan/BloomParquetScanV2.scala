@@ -117,24 +117,11 @@ final class NativeFilteringReaderFactory(inner: ParquetPartitionReaderFactory, s
   override def buildReader(file: PartitionedFile): PartitionReader[InternalRow] = narrowed(file, inner.buildReader)
   override def buildColumnarReader(file: PartitionedFile): PartitionReader[ColumnarBatch] = narrowed(file, inner.buildColumnarReader)
 
-  private def narrowed[T](file: PartitionedFile, build: PartitionedFile => PartitionReader[T]): PartitionReader[T] = {
-    val s = file.start; val e = file.start + file.length
-    val path = file.toPath.toString
-    val fromIndex = selection.get(path)
-    val fromNative = spec.decide(conf.value.value, file, if (selection.decidedByIndex(path)) spec.covered else spec.all)
-    val ranges = (fromIndex, fromNative) match {
-      case (Some(a), Some(b)) => Some(NativeFilters.intersect(a, b))
-      case (a, b) => a.orElse(b)
-    }
-    ranges match {
+  private def narrowed[T](file: PartitionedFile, build: PartitionedFile => PartitionReader[T]): PartitionReader[T] =
+    BloomParquetFileFormat.splitsToRead(file, selection, Some(spec), conf.value.value, minSkip) match {
       case None => build(file)
-      case Some(r) =>
-        val pieces = BloomParquetFileFormat.pieces(r, s, e)
-        if (pieces.isEmpty) new ConcatPartitionReader[T](Iterator.empty)
-        else if ((pieces.size == 1 && pieces.head == (s -> e)) || BloomParquetFileFormat.readWhole(pieces, s, e, minSkip)) build(file)
-        else new ConcatPartitionReader[T](pieces.iterator.map { case (a, b) => () => build(file.copy(start = a, length = b - a)) })
+      case Some(parts) => new ConcatPartitionReader[T](parts.iterator.map(p => () => build(p)))
     }
-  }
 }
 
 /** Reads the readers `parts` opens, one after the other, each closed before the next is opened. */

@@ -1,4 +1,13 @@
 // sparkbloom build. Versions live in project/versions.properties, JVM flags in project/jvm-flags.txt.
+//
+// One source tree for every supported Spark line plus small shim directories, named by the Spark
+// versions they serve (Delta Lake's `scala-shims` model):
+//   scala-src/shims/spark-3.5      only 3.5
+//   scala-src/shims/spark-4.1-4.2  4.1 and 4.2
+//   scala-src/shims/spark-4.1+     4.1 and later
+// The line built is chosen with -Dsparkbloom.line=<line> (a row of versions.properties; default
+// `defaultLine`). Each line compiles into its own target/spark-<line>, so switching lines recompiles
+// nothing; `bundle` puts the line's jar in target/bundle.
 import java.util.Properties
 
 val versions: Properties = {
@@ -9,27 +18,39 @@ val versions: Properties = {
 }
 def v(key: String): String = versions.getProperty(key)
 
+val sparkLine: SparkLine = SparkLines.load(versions, sys.props.getOrElse("sparkbloom.line", v("defaultLine")))
+
 val jvmFlags: Seq[String] = IO.readLines(file("project/jvm-flags.txt"))
   .map(_.trim).filter(l => l.nonEmpty && !l.startsWith("#"))
 
 ThisBuild / organization := "io.sparkbloom"
 ThisBuild / version := "0.1.0"
-ThisBuild / scalaVersion := v("scala")
+ThisBuild / scalaVersion := sparkLine.scala
 
 lazy val root = (project in file("."))
   .settings(
-    name := "sparkbloom",
+    name := s"sparkbloom-spark${sparkLine.id}",
+    target := baseDirectory.value / "target" / s"spark-${sparkLine.id}",
     Compile / scalaSource := baseDirectory.value / "scala-src" / "main" / "scala",
+    Compile / unmanagedSourceDirectories ++= SparkLines.shimDirs(baseDirectory.value / "scala-src" / "shims", sparkLine),
+    Test / unmanagedSourceDirectories ++= SparkLines.shimDirs(baseDirectory.value / "tests" / "shims", sparkLine),
+    // SPARKBLOOM_TEST_SOURCES=<regex> compiles only the test files whose names match (dev/matrix runs the
+    // parser forwarding suite on every line without compiling every suite there).
+    Test / unmanagedSources := {
+      val all = (Test / unmanagedSources).value
+      sys.env.get("SPARKBLOOM_TEST_SOURCES").fold(all)(re => all.filter(f => f.getName.matches(s".*(?:$re).*")))
+    },
     Compile / javaSource := baseDirectory.value / "scala-src" / "main" / "java",
     Compile / resourceDirectory := baseDirectory.value / "scala-src" / "main" / "resources",
     Test / scalaSource := baseDirectory.value / "tests" / "scala",
     Test / javaSource := baseDirectory.value / "tests" / "java",
     Test / resourceDirectory := baseDirectory.value / "tests" / "resources",
+    Compile / unmanagedJars ++= SparkLines.pysparkJars(baseDirectory.value, sparkLine).map(Attributed.blank),
     scalacOptions ++= Seq("-release", "17", "-deprecation", "-feature", "-unchecked", "-Wconf:cat=deprecation:w"),
     javacOptions ++= Seq("--release", "17"),
-    libraryDependencies ++= Seq(
-      "org.apache.spark" %% "spark-sql" % v("spark") % Provided,
-      "org.apache.parquet" % "parquet-hadoop" % v("parquet") % Provided,
+    libraryDependencies ++= (if (sparkLine.jarsFrom == "central") Seq(
+      "org.apache.spark" %% "spark-sql" % sparkLine.spark % Provided,
+      "org.apache.parquet" % "parquet-hadoop" % sparkLine.parquet % Provided) else Nil) ++ Seq(
       "net.openhft" % "zero-allocation-hashing" % v("zeroAllocationHashing"),
       "org.scalatest" %% "scalatest" % v("scalatest") % Test
     ),
@@ -44,6 +65,12 @@ lazy val root = (project in file("."))
     run / javaOptions ++= jvmFlags,
     // The jar the Python package carries; dependencies Spark does not ship are copied beside it.
     Compile / packageBin / artifactPath := target.value / "sparkbloom.jar",
+    // The line this jar is built for, checked against the running Spark when the extension loads.
+    Compile / resourceGenerators += Def.task {
+      val f = (Compile / resourceManaged).value / "sparkbloom" / "build.properties"
+      IO.write(f, s"line=${sparkLine.id}\nspark=${sparkLine.spark}\nscalaBinary=${sparkLine.scala.split('.').take(2).mkString(".")}\n")
+      Seq(f)
+    }.taskValue,
     Compile / doc / sources := Seq.empty
   )
 
@@ -55,8 +82,8 @@ lazy val bench = (project in file("benchmarks/jmh"))
     name := "sparkbloom-bench",
     Compile / scalaSource := baseDirectory.value / "src",
     libraryDependencies ++= Seq(
-      "org.apache.spark" %% "spark-sql" % v("spark"),
-      "org.apache.parquet" % "parquet-hadoop" % v("parquet")
+      "org.apache.spark" %% "spark-sql" % sparkLine.spark,
+      "org.apache.parquet" % "parquet-hadoop" % sparkLine.parquet
     ),
     // JMH's forks inherit these; 3 GiB holds the three 128 MiB filters built for verification.
     Jmh / javaOptions ++= jvmFlags ++ Seq("-Xmx3g"),
@@ -66,9 +93,9 @@ lazy val bench = (project in file("benchmarks/jmh"))
   )
 
 // Copies the runtime jars Spark does not provide next to sparkbloom.jar (for the Python package).
-lazy val bundle = taskKey[Seq[File]]("Builds sparkbloom.jar and copies it with its non-Spark dependencies to target/bundle")
+lazy val bundle = taskKey[Seq[File]]("Builds the line's sparkbloom.jar and copies it with its non-Spark dependencies to target/bundle")
 bundle := {
-  val out = (root / target).value / "bundle"
+  val out = (root / baseDirectory).value / "target" / "bundle"
   IO.delete(out); IO.createDirectory(out)
   val main = (root / Compile / packageBin).value
   val deps = (root / Compile / dependencyClasspath).value.map(_.data)

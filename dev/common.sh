@@ -4,8 +4,13 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS="$ROOT/.tools"
 prop() { grep "^$1=" "$ROOT/project/versions.properties" | cut -d= -f2; }
+# Field N of a line's row in the versions table: 1 spark, 2 scala, 3 parquet, 4 pyspark, 5 jars from.
+line_field() { awk -v k="line.$1" -v n="$2" '$1 == k && $2 == "=" { print $(n + 2); f = 1 } END { exit !f }' "$ROOT/project/versions.properties"; }
+# Every line of the table, in its order.
+all_lines() { awk '$1 ~ /^line\./ && $2 == "=" { print substr($1, 6) }' "$ROOT/project/versions.properties"; }
 
-PYSPARK_VERSION="$(prop pyspark)"
+DEFAULT_LINE="$(prop defaultLine)"
+PYSPARK_VERSION="$(line_field "$DEFAULT_LINE" 4)"
 SBT_LAUNCH_VERSION="$(prop sbtLaunch)"
 SBT_JAR="$TOOLS/sbt-launch-$SBT_LAUNCH_VERSION.jar"
 VENV="$ROOT/.venv"
@@ -23,9 +28,27 @@ ensure_sbt() {
   fi
 }
 
+# For a line whose Spark is not on Maven Central yet: the Spark jars inside its pyspark release (from
+# PyPI), extracted once into .tools/pyspark-jars/<version>/ for the build to compile against.
+ensure_pyspark_jars() {
+  local line="$1" ver dir
+  [[ "$(line_field "$line" 5)" == pyspark ]] || return 0
+  ver="$(line_field "$line" 4)"; dir="$TOOLS/pyspark-jars/$ver"
+  [[ -s "$dir/.complete" ]] && return 0
+  log "extracting Spark's jars from pyspark $ver (PyPI) for line $line"
+  rm -rf "$dir" "$dir.dl"; mkdir -p "$dir" "$dir.dl"
+  python3 -m pip download -q --no-deps --no-binary :all: "pyspark==$ver" -d "$dir.dl"
+  tar -xzf "$dir.dl"/pyspark-"$ver".tar.gz -C "$dir" --strip-components=3 --wildcards "pyspark-$ver/deps/jars/*.jar"
+  rm -rf "$dir.dl"; echo "$ver" > "$dir/.complete"
+}
+
 # sbt resolves everything (itself, plugins, libraries) from Maven Central only: see project/repositories.
+# The line is the default one unless SPARKBLOOM_LINE names another (see sbt_line).
 sbt() {
   ensure_sbt
+  local line="${SPARKBLOOM_LINE:-$DEFAULT_LINE}"
+  line_field "$line" 1 > /dev/null || { log "unknown Spark line '$line' (project/versions.properties has: $(all_lines | tr '\n' ' '))"; return 2; }
+  ensure_pyspark_jars "$line"
   (cd "$ROOT" && java -Xms512m -Xmx3g -Xss4m \
     -Dsbt.boot.directory="$TOOLS/sbt-boot" \
     -Dsbt.global.base="$TOOLS/sbt-global" \
@@ -34,8 +57,12 @@ sbt() {
     -Dsbt.repository.config="$ROOT/project/repositories" \
     -Dsbt.override.build.repos=true \
     -Dsbt.server.forcestart=false -Dsbt.ci=true -Dsbt.supershell=false -Dsbt.color=false \
+    -Dsparkbloom.line="$line" \
     -jar "$SBT_JAR" "$@" </dev/null)
 }
+
+# sbt for one line: sbt_line 4.1 compile
+sbt_line() { local line="$1"; shift; SPARKBLOOM_LINE="$line" sbt "$@"; }
 
 ensure_venv() {
   local reqs="$ROOT/python/requirements-dev.txt" stamp="$VENV/.requirements-dev.sha256"
@@ -56,16 +83,22 @@ ensure_venv() {
   export SPARK_HOME="$("$PY" -c 'import os,pyspark; print(os.path.dirname(pyspark.__file__))')"
 }
 
-# Builds sparkbloom.jar (+ the jars Spark does not ship) and installs the Python package into the venv.
+# Builds the default line's sparkbloom.jar (+ the jars Spark does not ship) and installs the Python
+# package with it into the venv. dev/matrix builds the wheel with every line's jar.
 ensure_package() {
   ensure_venv
-  log "building sparkbloom.jar"
+  log "building sparkbloom.jar (Spark line $DEFAULT_LINE)"
   sbt bundle
-  rm -rf "$ROOT/python/src/sparkbloom/jars"; mkdir -p "$ROOT/python/src/sparkbloom/jars"
-  cp "$ROOT"/target/bundle/*.jar "$ROOT/python/src/sparkbloom/jars/"
-  cp "$ROOT/project/jvm-flags.txt" "$ROOT/python/src/sparkbloom/jvm-flags.txt"
-  log "building and installing the sparkbloom Python package"
-  rm -rf "$ROOT/python/dist"
-  "$PY" -m pip wheel -q --no-deps --no-build-isolation -w "$ROOT/python/dist" "$ROOT/python"
+  rm -rf "$ROOT/python/src/sparkbloom/jars"; mkdir -p "$ROOT/python/src/sparkbloom/jars/spark-$DEFAULT_LINE"
+  cp "$ROOT"/target/bundle/*.jar "$ROOT/python/src/sparkbloom/jars/spark-$DEFAULT_LINE/"
+  build_wheel
   "$PY" -m pip install -q --no-deps --force-reinstall "$ROOT"/python/dist/sparkbloom-*.whl
+}
+
+# The wheel, from python/ with whatever jars python/src/sparkbloom/jars holds.
+build_wheel() {
+  cp "$ROOT/project/jvm-flags.txt" "$ROOT/python/src/sparkbloom/jvm-flags.txt"
+  log "building the sparkbloom wheel (jars: $(cd "$ROOT/python/src/sparkbloom/jars" && ls | tr '\n' ' '))"
+  rm -rf "$ROOT/python/dist" "$ROOT/python/build"
+  "$PY" -m pip wheel -q --no-deps --no-build-isolation -w "$ROOT/python/dist" "$ROOT/python"
 }

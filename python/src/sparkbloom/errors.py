@@ -86,7 +86,7 @@ def _from_java(exc: Any) -> SparkBloomError:
     if is_a(_jvm.BLOOM_INDEX_EXCEPTION):
         return BloomIndexError(message, java_class)
     if is_a(_jvm.ANALYSIS_EXCEPTION):
-        condition = exc.getCondition() if is_a(_jvm.SPARK_THROWABLE) else None
+        condition = _condition(exc) if is_a(_jvm.SPARK_THROWABLE) else None
         return AnalysisError(message, java_class, str(condition) if condition else None)
     if is_a(_jvm.NOT_IMPLEMENTED):
         return NotImplementedOnJvmError(f"not implemented in the loaded sparkbloom jar: {message}", java_class)
@@ -95,3 +95,13 @@ def _from_java(exc: Any) -> SparkBloomError:
     if is_a(_jvm.ILLEGAL_ARGUMENT):
         return InvalidArgumentError(message, java_class)
     return SparkBloomError(f"{java_class}: {message}", java_class)
+
+
+def _condition(exc: Any) -> Optional[str]:
+    """Spark's error class of a SparkThrowable: ``getCondition()`` from Spark 4.0, ``getErrorClass()`` in 3.5."""
+    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+
+    try:
+        return exc.getCondition()
+    except Py4JError:
+        return exc.getErrorClass()

@@ -11,10 +11,11 @@ Nothing is downloaded: the jars travel inside this package.
 
 from __future__ import annotations
 
+import re
 import shlex
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List
+from typing import TYPE_CHECKING, Dict, List, Tuple
 
 from . import _jvm
 from .errors import SparkBloomError
@@ -25,18 +26,73 @@ if TYPE_CHECKING:
 _PACKAGE_DIR = Path(__file__).resolve().parent
 
 
+# The Spark lines this package carries a jar for (jars/spark-<line>/), as (major, minor). Spark 3.5 has
+# a Scala 2.12 jar (what pyspark 3.5 ships) and a 2.13 one; every later line is Scala 2.13 only.
+SUPPORTED_LINES = ((3, 5), (4, 0), (4, 1), (4, 2), (4, 3))
+
+
+def spark_version() -> Tuple[str, str]:
+    """The Spark version and Scala binary version the JVM of a new session will run.
+
+    Read from the ``spark-core`` jar of the Spark home pyspark launches (``$SPARK_HOME``, or the jars
+    inside the pyspark package), so a pyspark pointed at another Spark installation gets the jar for
+    that Spark. Falls back to ``pyspark.__version__`` (and Scala 2.12 for 3.x, 2.13 for 4.x).
+    """
+    import pyspark
+
+    try:
+        from pyspark.find_spark_home import _find_spark_home
+
+        jars = Path(_find_spark_home()) / "jars"
+        for jar in sorted(jars.glob("spark-core_*.jar")):
+            m = re.fullmatch(r"spark-core_(2\.1[23])-(\d+\.\d+\.\d+)(?:[-.].*)?\.jar", jar.name)
+            if m:
+                return m.group(2), m.group(1)
+    except Exception:  # no Spark home found: use pyspark's own version
+        pass
+    version = pyspark.__version__
+    return version, ("2.12" if version.startswith("3.") else "2.13")
+
+
+def line_for(version: str, scala: str) -> str:
+    """The jar line (``jars/spark-<line>``) serving Spark `version` on Scala `scala`.
+
+    >>> line_for("4.2.1", "2.13"), line_for("3.5.9", "2.12"), line_for("3.5.3", "2.13")
+    ('4.2', '3.5', '3.5_2.13')
+    """
+    m = re.match(r"(\d+)\.(\d+)", version)
+    if not m or (int(m.group(1)), int(m.group(2))) not in SUPPORTED_LINES:
+        supported = ", ".join(f"{a}.{b}" for a, b in SUPPORTED_LINES)
+        raise SparkBloomError(
+            f"sparkbloom supports Spark {supported}; this Spark is {version}. "
+            "Install a supported pyspark (the sparkbloom package never changes yours)."
+        )
+    line = f"{m.group(1)}.{m.group(2)}"
+    if line == "3.5" and scala == "2.13":
+        return "3.5_2.13"
+    if scala != ("2.12" if line == "3.5" else "2.13"):
+        raise SparkBloomError(f"sparkbloom has no jar for Spark {version} on Scala {scala}")
+    return line
+
+
 def jar_paths() -> List[str]:
-    """The jars sparkbloom needs on the classpath: its own and the ones Spark does not ship.
+    """The jars sparkbloom needs on the classpath of the running Spark: its own, built for that Spark
+    line, and the ones Spark does not ship. Raises :class:`SparkBloomError` for an unsupported Spark.
 
     For ``spark-submit``, ``spark-shell`` and ``spark-sql``::
 
-        spark-submit --jars "$(python -c 'import sparkbloom; print(",".join(sparkbloom.jar_paths()))')" ...
+        spark-submit --jars "$(python -m sparkbloom jars)" ...
     """
-    jars = sorted(str(p) for p in (_PACKAGE_DIR / "jars").glob("*.jar"))
+    version, scala = spark_version()
+    line = line_for(version, scala)
+    directory = _PACKAGE_DIR / "jars" / f"spark-{line}"
+    jars = sorted(str(p) for p in directory.glob("*.jar"))
     if not any(Path(j).name == "sparkbloom.jar" for j in jars):
+        built = sorted(p.name[len("spark-"):] for p in (_PACKAGE_DIR / "jars").glob("spark-*") if p.is_dir())
         raise SparkBloomError(
-            f"sparkbloom.jar is missing from {_PACKAGE_DIR / 'jars'}: this package was built without its "
-            "jars (build it with dev/common.sh ensure_package, as the README says)"
+            f"this sparkbloom package has no jar for Spark {line} (Spark {version}); it carries "
+            f"{', '.join(built) or 'none'}. A development build carries the default line only: "
+            "build every line with dev/matrix, as the README says"
         )
     return jars
 

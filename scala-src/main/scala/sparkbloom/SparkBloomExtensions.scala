@@ -11,6 +11,9 @@ import org.apache.spark.sql.SparkSessionExtensions
  */
 class SparkBloomExtensions extends (SparkSessionExtensions => Unit) {
   override def apply(ext: SparkSessionExtensions): Unit = {
+    // a jar of another Spark line is refused here, with the reason, rather than failing later
+    BuildInfo.checkRuntime()
+
     // parser: CREATE / DROP / REFRESH / SHOW / DESCRIBE BLOOM INDEX (+ Databricks' BLOOMFILTER INDEX)
     ext.injectParser((_, delegate) => new sql.BloomSqlParser(delegate))
 

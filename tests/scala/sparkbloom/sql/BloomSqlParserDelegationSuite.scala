@@ -1,13 +1,8 @@
 package sparkbloom.sql
 
-import scala.collection.mutable
-
-import org.apache.spark.sql.catalyst.{FunctionIdentifier, TableIdentifier}
-import org.apache.spark.sql.catalyst.expressions.{Expression, Literal}
-import org.apache.spark.sql.catalyst.parser.{ParseException, ParserInterface}
-import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, OneRowRelation}
+import org.apache.spark.sql.catalyst.parser.ParseException
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.SparkSqlParser
-import org.apache.spark.sql.types.{DataType, IntegerType, StructType}
 import org.scalatest.funsuite.AnyFunSuite
 
 /** What the parser claims, and that everything else reaches Spark's parser unchanged, errors included. */
@@ -74,47 +69,5 @@ class BloomSqlParserDelegationSuite extends AnyFunSuite {
   test("Spark's other errors, such as an empty statement, are unchanged too") {
     val e = intercept[ParseException](parser.parsePlan("  "))
     assert(e.getCondition == "PARSE_EMPTY_STATEMENT")
-  }
-
-  test("every ParserInterface method goes to the delegate with the text unchanged") {
-    val calls = mutable.Buffer.empty[(String, String)]
-    val recorder = new ParserInterface {
-      private def record[A](method: String, sql: String, result: A): A = { calls += method -> sql; result }
-      override def parsePlan(s: String): LogicalPlan = record("parsePlan", s, OneRowRelation())
-      override def parseQuery(s: String): LogicalPlan = record("parseQuery", s, OneRowRelation())
-      override def parseExpression(s: String): Expression = record("parseExpression", s, Literal(1))
-      override def parseTableIdentifier(s: String): TableIdentifier = record("parseTableIdentifier", s, TableIdentifier("t"))
-      override def parseFunctionIdentifier(s: String): FunctionIdentifier =
-        record("parseFunctionIdentifier", s, FunctionIdentifier("f"))
-      override def parseMultipartIdentifier(s: String): Seq[String] = record("parseMultipartIdentifier", s, Seq("a"))
-      override def parseTableSchema(s: String): StructType = record("parseTableSchema", s, new StructType())
-      override def parseDataType(s: String): DataType = record("parseDataType", s, IntegerType)
-      override def parseRoutineParam(s: String): StructType = record("parseRoutineParam", s, new StructType())
-    }
-    val p = new BloomSqlParser(recorder)
-    assert(p.parsePlan("SELECT 1") == OneRowRelation())
-    assert(p.parseQuery("CREATE BLOOM INDEX i ON t (a)") == OneRowRelation()) // not a query: Spark decides
-    assert(p.parseExpression("1 + 1") == Literal(1))
-    assert(p.parseTableIdentifier("db.t") == TableIdentifier("t"))
-    assert(p.parseFunctionIdentifier("f") == FunctionIdentifier("f"))
-    assert(p.parseMultipartIdentifier("a") == Seq("a"))
-    assert(p.parseTableSchema("a INT") == new StructType())
-    assert(p.parseDataType("INT") == IntegerType)
-    assert(p.parseRoutineParam("a INT") == new StructType())
-    assert(calls.toSeq == Seq(
-      "parsePlan" -> "SELECT 1", "parseQuery" -> "CREATE BLOOM INDEX i ON t (a)", "parseExpression" -> "1 + 1",
-      "parseTableIdentifier" -> "db.t", "parseFunctionIdentifier" -> "f", "parseMultipartIdentifier" -> "a",
-      "parseTableSchema" -> "a INT", "parseDataType" -> "INT", "parseRoutineParam" -> "a INT"))
-  }
-
-  test("ParserInterface in this Spark has exactly the methods the parser overrides") {
-    // A new abstract method fails compilation; a new default method would be inherited silently. This
-    // test notices either on a Spark upgrade.
-    val declared = classOf[ParserInterface].getMethods.map(_.getName).toSet
-    assert(declared == Set("parsePlan", "parseQuery", "parseExpression", "parseTableIdentifier",
-      "parseFunctionIdentifier", "parseMultipartIdentifier", "parseTableSchema", "parseDataType",
-      "parseRoutineParam"))
-    val overridden = classOf[BloomSqlParser].getDeclaredMethods.map(_.getName).toSet
-    assert(declared.subsetOf(overridden))
   }
 }

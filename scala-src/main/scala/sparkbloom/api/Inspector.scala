@@ -120,7 +120,7 @@ object Inspector {
       "logical_type" -> Option(t.getLogicalTypeAnnotation).map(_.toString),
       "values" -> values,
       "offset" -> Some(c.getBloomFilterOffset).filter(_ >= 0),
-      "stored_length" -> Some(c.getBloomFilterLength).filter(_ > 0))
+      "stored_length" -> sparkbloom.shims.ParquetCompat.storedBloomLength(c).filter(_ > 0))
     f match {
       case Absent => Json.obj(common :+ ("bloom_filter" -> "absent"): _*)
       case Corrupt(why) => Json.obj(common :+ ("bloom_filter" -> s"corrupt: $why"): _*)

@@ -90,7 +90,7 @@ object PythonApi {
 
   private def tableString(t: TableRef): String = t match {
     case TableRef.Catalog(n) => n
-    case TableRef.Path(p) => if (p.contains('/') || PathPrefix.matches(p)) p else s"parquet.`$p`"
+    case TableRef.Path(p) => if (p.contains('/') || PathPrefix.pattern.matcher(p).matches()) p else s"parquet.`$p`"
   }
 
   /** bloom_<columns>: lower case, anything but letters and digits as '_'. */

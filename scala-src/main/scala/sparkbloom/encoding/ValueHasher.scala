@@ -95,8 +95,7 @@ object ValueHasher {
     }
   }
 
-  private def binaryEquality(st: StringType): Boolean =
-    org.apache.spark.sql.catalyst.util.CollationFactory.fetchCollation(st.collationId).supportsBinaryEquality
+  private def binaryEquality(st: StringType): Boolean = sparkbloom.shims.Collations.binaryEquality(st)
 
   private def stringLogical(enc: ColumnEncoding): Boolean =
     enc.logical == "STRING" || enc.logical == "" || enc.logical == "ENUM" || enc.logical == "JSON"

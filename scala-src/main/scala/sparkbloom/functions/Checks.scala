@@ -23,11 +23,14 @@ private[functions] object Checks {
 
   def wrongType(index: Int, e: Expression, required: String): TypeCheckResult = DataTypeMismatch(
     "UNEXPECTED_INPUT_TYPE",
-    Map("paramIndex" -> ordinals(index), "requiredType" -> required, "inputSql" -> s"\"${e.sql}\"",
-      "inputType" -> s"\"${e.dataType.sql}\""))
+    Map("paramIndex" -> ordinals(index), "requiredType" -> required, "inputSql" -> quoted(e.sql),
+      "inputType" -> quoted(e.dataType.sql)))
 
   def notConstant(name: String, e: Expression, typeName: String): TypeCheckResult = DataTypeMismatch(
-    "NON_FOLDABLE_INPUT", Map("inputName" -> s"`$name`", "inputType" -> s"\"$typeName\"", "inputExpr" -> s"\"${e.sql}\""))
+    "NON_FOLDABLE_INPUT", Map("inputName" -> s"`$name`", "inputType" -> quoted(typeName), "inputExpr" -> quoted(e.sql)))
+
+  /** Spark's way of naming a type or an expression in an error: in double quotes. */
+  private def quoted(s: String): String = "\"" + s + "\""
 
   def invalid(message: String): TypeCheckResult =
     DataTypeMismatch("TYPE_CHECK_FAILURE_WITH_HINT", Map("msg" -> message, "hint" -> ""))

@@ -62,7 +62,7 @@ object TableResolver {
 
   /** The Parquet relation under a plain scan (aliases, projections, views allowed). */
   def relationOf(plan: LogicalPlan): Option[(HadoopFsRelation, Option[java.net.URI])] = plan match {
-    case LogicalRelation(rel: HadoopFsRelation, _, table, _, _) if rel.fileFormat.isInstanceOf[ParquetFileFormat] =>
+    case sparkbloom.optimizer.FsRelation(_, rel, _, table, _) if rel.fileFormat.isInstanceOf[ParquetFileFormat] =>
       Some((rel, table.map(_.location)))
     case SubqueryAlias(_, child) => relationOf(child)
     case Project(_, child) => relationOf(child)

@@ -41,13 +41,13 @@ class BloomSkippingRule(session: SparkSession) extends Rule[LogicalPlan] {
     // Native filters prune row groups like Spark's own Parquet pushdown does: not when the user turned it off.
     val native = BloomConf.nativeFilters(session) && session.sessionState.conf.parquetFilterPushDown
     try plan.transformDown {
-      case f @ Filter(cond, l @ LogicalRelation(rel: HadoopFsRelation, output, table, false, _))
+      case f @ Filter(cond, FsRelation(l, rel, output, table, false))
           if rel.fileFormat.getClass == classOf[ParquetFileFormat] && !rel.location.isInstanceOf[BloomSkippingFileIndex] =>
         rewrite(f, BloomSkippingRule.pushable(cond), l, rel, output.map(a => a.exprId -> a.name).toMap,
           table.map(_.location), native).getOrElse(f)
       // Already rewritten, and a later rule (e.g. filters inferred from a join) added a comparison with a floating
       // zero or NaN: the guards it needs are added too.
-      case f @ Filter(cond, l @ LogicalRelation(rel: HadoopFsRelation, _, _, false, _))
+      case f @ Filter(cond, FsRelation(l, rel, _, _, false))
           if rel.fileFormat.isInstanceOf[BloomParquetFileFormat] && missing(rel.options, cond).nonEmpty =>
         f.copy(child = l.copy(relation = rel.copy(options = rel.options ++ missing(rel.options, cond))(rel.sparkSession)))
       case f @ Filter(cond, r: DataSourceV2Relation) if native && r.table.getClass == classOf[ParquetTable] &&

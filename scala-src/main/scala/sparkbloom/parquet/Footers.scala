@@ -5,7 +5,6 @@ import scala.jdk.CollectionConverters._
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.parquet.ParquetReadOptions
-import org.apache.parquet.conf.{HadoopParquetConfiguration, ParquetConfiguration}
 import org.apache.parquet.hadoop.ParquetFileReader
 import org.apache.parquet.hadoop.metadata.{BlockMetaData, ColumnChunkMetaData, ParquetMetadata}
 import org.apache.parquet.hadoop.util.HadoopInputFile
@@ -33,13 +32,21 @@ final case class FooterInfo(rowGroups: IndexedSeq[RowGroupRange], fileLength: Lo
     names.find(_ == column).orElse(names.find(_.equalsIgnoreCase(column)))
   }
 
+  /**
+   * Whether this file's bloom filters can be validated. Without `bloom_filter_length` (parquet-java 1.13,
+   * Spark 3.5) a header claiming fewer bytes than were written cannot be told from a good one, and probing
+   * it would give false negatives; parquet-java's own writer never writes one, so only its filters are used.
+   */
+  def filtersTrusted: Boolean =
+    sparkbloom.shims.ParquetCompat.storedLengthReadable || Option(createdBy).exists(_.startsWith("parquet-mr"))
+
   def chunk(rowGroup: Int, column: String): Option[ChunkInfo] = fieldName(column).flatMap { name =>
     val field = schema.getFields.get(schema.getFieldIndex(name))
     blocks(rowGroup).getColumns.asScala.find(c => c.getPath.size() == 1 && c.getPath.toArray.head == name).map { c =>
       val stats = try Option(c.getStatistics) catch { case _: Exception => None }
       ChunkInfo(name, FileEncodings.of(field, keyValueMetadata),
         stats.filter(s => s.isNumNullsSet).map(_.getNumNulls),
-        Some(c.getBloomFilterOffset).filter(_ >= 0),
+        Some(c.getBloomFilterOffset).filter(_ >= 0).filter(_ => filtersTrusted),
         NativeFilterReader.storedLength(c),
         c.isEncrypted, c)
     }
@@ -47,22 +54,15 @@ final case class FooterInfo(rowGroups: IndexedSeq[RowGroupRange], fileLength: Lo
 }
 
 object Footers {
-  /**
-   * The configuration behind `ParquetFileReader.open(file)`'s default read options, built once per JVM:
-   * `ParquetReadOptions.builder()` creates (and parses the XML of) a fresh Hadoop Configuration on every
-   * call, which cost more than reading the footer and the pages of a small file. Same settings, read once.
-   */
-  private lazy val defaultConf: ParquetConfiguration = new HadoopParquetConfiguration(new Configuration())
-
-  /** Fresh read options (each reader releases its own codec factory on close), without re-reading the XML. */
-  def readOptions(): ParquetReadOptions = ParquetReadOptions.builder(defaultConf).build()
+  /** Fresh read options (each reader releases its own codec factory on close); see ParquetCompat.readOptions. */
+  def readOptions(): ParquetReadOptions = sparkbloom.shims.ParquetCompat.readOptions()
 
   /** `ParquetFileReader.open(input)` with the same default options. */
   def open(input: InputFile): ParquetFileReader = ParquetFileReader.open(input, readOptions())
 
   /** Opens `path` with a footer read earlier (by the sizing job), so it is not read again. */
   def open(conf: Configuration, path: Path, footer: ParquetMetadata): ParquetFileReader =
-    new ParquetFileReader(conf, path, footer, readOptions())
+    sparkbloom.shims.ParquetCompat.openWithFooter(conf, path, footer)
 
   def read(conf: Configuration, path: Path): FooterInfo = {
     val input = HadoopInputFile.fromPath(path, conf)

@@ -119,11 +119,8 @@ object NativeFilterReader {
     else Some(read(in, fileLength, offset, storedLength(column)))
   }
 
-  /** `bloom_filter_length` when present (parquet-java reports an absent one as a negative number). */
-  def storedLength(column: ColumnChunkMetaData): Option[Int] = {
-    val len = column.getBloomFilterLength
-    if (len < 0) None else Some(len)
-  }
+  /** `bloom_filter_length` when present and readable (parquet-java 1.13, in Spark 3.5, does not read it). */
+  def storedLength(column: ColumnChunkMetaData): Option[Int] = sparkbloom.shims.ParquetCompat.storedBloomLength(column)
 
   private def readAt(in: SeekableInputStream, offset: Long, len: Int): Array[Byte] = {
     val out = new Array[Byte](len)

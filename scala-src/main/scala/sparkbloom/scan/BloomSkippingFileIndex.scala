@@ -29,7 +29,7 @@ class BloomSkippingFileIndex(
     val indexes: Seq[(IndexVersion, BloomPredicate)],
     val selection: RowGroupSelection,
     val tableName: String,
-    val int96Probes: Boolean = true) extends FileIndex {
+    val int96Probes: Boolean = true) extends sparkbloom.shims.FileIndexShims {
 
   private val log = LoggerFactory.getLogger(getClass)
   @volatile var lastSkipping: Option[ScanSkipping] = None

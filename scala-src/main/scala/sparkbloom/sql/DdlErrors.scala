@@ -3,6 +3,8 @@ package sparkbloom.sql
 import org.apache.spark.sql.catalyst.parser.ParseException
 import org.apache.spark.sql.catalyst.trees.Origin
 
+import sparkbloom.shims.ParseErrors
+
 /**
  * Errors in a bloom-index statement, raised at parse time. They are Spark's own [[ParseException]]
  * with Spark's `PARSE_SYNTAX_ERROR` condition, so they read (and are caught) like any other syntax
@@ -25,7 +27,7 @@ private[sql] object DdlErrors {
   def syntax(sql: String, offset: Int, near: String, reason: String): ParseException = {
     val (line, column) = lineAndColumn(sql, offset)
     val at = Origin(line = Some(line), startPosition = Some(column))
-    new ParseException(Some(sql), at, at, Condition, Map("error" -> near, "hint" -> s": $reason"))
+    ParseErrors.parseException(sql, at, Condition, Map("error" -> near, "hint" -> s": $reason"))
   }
 
   /** Spark's convention: lines count from 1, positions within a line from 0. */

@@ -60,7 +60,7 @@ object IndexCache {
     if (set.size < 16) set.add(problem)
   }
   def damageOf(indexDir: Path): Seq[String] =
-    Option(damage.get(indexDir.toString)).map(s => scala.jdk.CollectionConverters.SetHasAsScala(s).asScala.toSeq.sorted).getOrElse(Nil)
+    Option(damage.get(indexDir.toString)).map(s => { import scala.jdk.CollectionConverters._; s.asScala.toSeq.sorted }).getOrElse(Nil)
 
   /**
    * The runs `blocks` of one segment, cached ones from memory and the others with one positioned read each;

@@ -1,0 +1,138 @@
+"""Version smoke: the installed sparkbloom wheel on whichever pyspark this environment has.
+
+dev/matrix runs this file once per supported Spark line, each in a fresh virtual environment holding
+only that line's newest pyspark (project/versions.properties), pytest, and the one sparkbloom wheel,
+installed *with* its dependencies. Each run checks that installing sparkbloom left pyspark as it was,
+then wires a session with ``sparkbloom.configure``, creates indexes (SQL and Python), prunes lookups
+to the rows Spark returns with sparkbloom off, runs parameterized SQL (named and positional,
+through Spark's parser and ours), time-travel syntax, and the ``spark-sql`` shell.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from pyspark.sql import SparkSession
+
+import sparkbloom
+
+EXPECTED_PYSPARK = os.environ.get("SPARKBLOOM_EXPECT_PYSPARK")
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
+    warehouse = tmp_path_factory.mktemp("warehouse")
+    builder = (SparkSession.builder.master("local[2]").appName("sparkbloom-smoke")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "2")
+               .config("spark.sql.warehouse.dir", str(warehouse)))
+    session = sparkbloom.configure(builder).getOrCreate()
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def table(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """40 Parquet files of 250 rows each: k = id, s = 'user-<id>'."""
+    path = str(tmp_path_factory.mktemp("data") / "events")
+    (spark.range(0, 10_000, 1, 40)
+     .selectExpr("id AS k", "concat('user-', id) AS s", "id % 7 AS g")
+     .write.parquet(path))
+    return path
+
+
+def off_and_on(spark: SparkSession, query: str, args=None):
+    """(rows with sparkbloom off, rows with it on, the DataFrame run with it on)."""
+    def run():
+        df = spark.sql(query, args) if args is not None else spark.sql(query)
+        return sorted(tuple(r) for r in df.collect()), df
+    spark.conf.set("spark.sparkbloom.enabled", "false")
+    try:
+        off, _ = run()
+    finally:
+        spark.conf.set("spark.sparkbloom.enabled", "true")
+    on, df = run()
+    return off, on, df
+
+
+def test_installing_sparkbloom_left_this_pyspark_as_it_was():
+    import pyspark
+
+    assert EXPECTED_PYSPARK, "dev/matrix sets SPARKBLOOM_EXPECT_PYSPARK to the pyspark it installed first"
+    assert pyspark.__version__ == EXPECTED_PYSPARK
+
+
+def test_the_session_runs_the_jar_of_its_spark_line(spark: SparkSession):
+    version, scala = sparkbloom.session.spark_version()
+    line = sparkbloom.session.line_for(version, scala)
+    jars = sparkbloom.jar_paths()
+    assert any(f"/spark-{line}/sparkbloom.jar" in j.replace(os.sep, "/") for j in jars), jars
+    assert spark.version == version
+    jvm_line = spark.sparkContext._jvm.sparkbloom.BuildInfo.line()
+    assert jvm_line == line
+    assert "sparkbloom.SparkBloomExtensions" in spark.conf.get("spark.sql.extensions")
+
+
+def test_ddl_and_a_pruned_lookup_return_the_index_off_rows(spark: SparkSession, table: str):
+    spark.sql(f"CREATE BLOOM INDEX smoke_k ON parquet.`{table}` (k) OPTIONS (fpp = 0.01)")
+    shown = [r[0] for r in spark.sql(f"SHOW BLOOM INDEXES ON parquet.`{table}`").collect()]
+    assert "smoke_k" in shown
+    off, on, df = off_and_on(spark, f"SELECT k, s FROM parquet.`{table}` WHERE k = 4242")
+    assert on == off == [(4242, "user-4242")]
+    report = sparkbloom.skipping(df)
+    assert report and report[0].files_total == 40 and report[0].files_skipped >= 35, report
+
+
+def test_python_api_index_and_in_lookup(spark: SparkSession, table: str):
+    df = spark.read.parquet(table)
+    df.bloomFilterIndex("s", name="smoke_s")
+    off, on, q = off_and_on(spark, f"SELECT k FROM parquet.`{table}` WHERE s IN ('user-7', 'user-9001', 'nobody')")
+    assert on == off == [(7,), (9001,)]
+    assert sparkbloom.skipping(q)[0].files_skipped >= 30
+
+
+def test_parameterized_sql_keeps_its_parameters(spark: SparkSession, table: str):
+    assert spark.sql("SELECT :x AS v", args={"x": 5}).first()[0] == 5
+    assert spark.sql("SELECT ? + ? AS v", args=[2, 3]).first()[0] == 5
+    off, on, df = off_and_on(spark, f"SELECT s FROM parquet.`{table}` WHERE k = :key", {"key": 1234})
+    assert on == off == [("user-1234",)]
+    assert sparkbloom.skipping(df)[0].files_skipped >= 35
+
+
+def test_time_travel_syntax_parses_as_spark_parses_it(spark: SparkSession):
+    jvm = spark.sparkContext._jvm
+    ours = spark._jsparkSession.sessionState().sqlParser()
+    assert "BloomSqlParser" in ours.getClass().getName()
+    spark_parser = jvm.org.apache.spark.sql.execution.SparkSqlParser()
+    for sql in ("SELECT * FROM t VERSION AS OF 3", "SELECT * FROM t TIMESTAMP AS OF '2026-01-01 00:00:00'",
+                "SELECT * FROM t FOR SYSTEM_VERSION AS OF 3"):
+        assert ours.parsePlan(sql).toString() == spark_parser.parsePlan(sql).toString(), sql
+        assert "RelationTimeTravel" in ours.parsePlan(sql).toString(), sql
+
+
+def test_the_spark_sql_shell_runs_bloom_statements(table: str, tmp_path: Path):
+    import pyspark
+    from pyspark.find_spark_home import _find_spark_home
+
+    shell = Path(_find_spark_home()) / "bin" / "spark-sql"
+    assert shell.is_file(), f"no spark-sql in pyspark {pyspark.__version__}"
+    env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
+    flags = " ".join(sparkbloom.java_options())
+    script = (f"SELECT count(*) AS n FROM parquet.`{table}` WHERE k = 77;\n"
+              f"SHOW BLOOM INDEXES ON parquet.`{table}`;\n"
+              f"DESCRIBE BLOOM INDEX smoke_k ON parquet.`{table}`;\n")
+    proc = subprocess.run(
+        ["bash", str(shell), "--master", "local[1]", "--jars", ",".join(sparkbloom.jar_paths()),
+         "--conf", "spark.sql.extensions=sparkbloom.SparkBloomExtensions", "--conf", "spark.ui.enabled=false",
+         "--conf", f"spark.sql.warehouse.dir={tmp_path / 'wh'}", "--driver-java-options", flags,
+         "-S", "-e", script],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    out = proc.stdout.split("\n")
+    assert out[0].strip() == "1", proc.stdout
+    assert any("smoke_k" in line for line in out[1:]), proc.stdout

@@ -18,6 +18,41 @@ def test_the_package_carries_sparkbloom_jar_and_the_jars_spark_does_not_ship() -
     assert all(Path(p).is_file() for p in sparkbloom.jar_paths())
 
 
+def test_the_jar_is_the_one_of_the_running_spark_line(spark: SparkSession) -> None:
+    from conftest import DEFAULT_LINE
+
+    version, scala = sparkbloom.session.spark_version()
+    assert version == spark.version  # read from the spark-core jar of the Spark pyspark launched
+    assert sparkbloom.session.line_for(version, scala) == DEFAULT_LINE
+    assert any(p.endswith(f"/spark-{DEFAULT_LINE}/sparkbloom.jar") for p in sparkbloom.jar_paths())
+    assert spark.sparkContext._jvm.sparkbloom.BuildInfo.line() == DEFAULT_LINE
+
+
+@pytest.mark.parametrize("version, scala, line", [
+    ("3.5.0", "2.12", "3.5"), ("3.5.9", "2.13", "3.5_2.13"), ("4.0.5", "2.13", "4.0"), ("4.1.0", "2.13", "4.1"),
+    ("4.2.1", "2.13", "4.2"), ("4.3.0", "2.13", "4.3"), ("4.3.0-SNAPSHOT", "2.13", "4.3"),
+])
+def test_each_supported_spark_gets_its_lines_jar(version: str, scala: str, line: str) -> None:
+    assert sparkbloom.session.line_for(version, scala) == line
+
+
+@pytest.mark.parametrize("version", ["3.4.4", "3.3.0", "4.4.0", "5.0.0", "2.4.8", "dev"])
+def test_an_unsupported_spark_is_refused_naming_the_supported_lines(version: str) -> None:
+    with pytest.raises(sparkbloom.SparkBloomError, match=r"supports Spark 3\.5, 4\.0, 4\.1, 4\.2, 4\.3; this Spark is " + version):
+        sparkbloom.session.line_for(version, "2.13")
+
+
+def test_a_package_without_the_lines_jar_says_which_it_carries(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / "jars" / "spark-4.0").mkdir(parents=True)
+    (tmp_path / "jars" / "spark-4.0" / "sparkbloom.jar").write_bytes(b"")
+    monkeypatch.setattr(sparkbloom.session, "_PACKAGE_DIR", tmp_path)
+    monkeypatch.setattr(sparkbloom.session, "spark_version", lambda: ("4.3.0", "2.13"))
+    with pytest.raises(sparkbloom.SparkBloomError, match=r"no jar for Spark 4\.3 \(Spark 4\.3\.0\); it carries 4\.0"):
+        sparkbloom.jar_paths()
+    monkeypatch.setattr(sparkbloom.session, "spark_version", lambda: ("4.0.5", "2.13"))
+    assert sparkbloom.jar_paths() == [str(tmp_path / "jars" / "spark-4.0" / "sparkbloom.jar")]
+
+
 def test_the_jvm_flags_come_from_the_projects_single_flags_file() -> None:
     root_flags = Path(__file__).resolve().parents[2] / "project" / "jvm-flags.txt"
     expected = [l.strip() for l in root_flags.read_text().splitlines() if l.strip() and not l.startswith("#")]

@@ -24,6 +24,9 @@ class BloomSqlParserForwardingSuite extends AnyFunSuite {
       }
     }).asInstanceOf[T]
 
+  /** Some instance of an interface, for arguments whose value only has to be passed on. */
+  private def stub(iface: Class[_]): AnyRef = recorder(iface, mutable.Buffer.empty).asInstanceOf[AnyRef]
+
   private val methods: Seq[Method] =
     classOf[ParserInterface].getMethods.toSeq.filterNot(m => Modifier.isStatic(m.getModifiers)).sortBy(_.getName)
 
@@ -40,8 +43,8 @@ class BloomSqlParserForwardingSuite extends AnyFunSuite {
     methods.foreach { m =>
       calls.clear()
       val args: Seq[AnyRef] = m.getParameterTypes.toSeq.map {
-        case c if c == classOf[String] => s"SELECT 1 AS ${m.getName}"
-        case c if c.isInterface => recorder(c, mutable.Buffer.empty) // e.g. 4.1's ParameterContext
+        case c if c == classOf[String] => s"SELECT 1 AS ${m.getName}": AnyRef
+        case c if c.isInterface => stub(c) // e.g. 4.1's ParameterContext
         case c => fail(s"$m: no test argument for a parameter of type $c: extend this test")
       }
       m.invoke(parser, args: _*)
@@ -57,7 +60,7 @@ class BloomSqlParserForwardingSuite extends AnyFunSuite {
     assert(calls.isEmpty)
     // 4.1+: parsePlanWithParameters, which spark.sql(text, args) calls, parses it the same way.
     methods.find(_.getName == "parsePlanWithParameters").foreach { m =>
-      val viaParams = m.invoke(parser, "DROP BLOOM INDEX i ON t", recorder(m.getParameterTypes()(1), mutable.Buffer.empty))
+      val viaParams = m.invoke(parser, Seq[AnyRef]("DROP BLOOM INDEX i ON t", stub(m.getParameterTypes()(1))): _*)
       assert(viaParams == plan)
       assert(calls.isEmpty)
     }

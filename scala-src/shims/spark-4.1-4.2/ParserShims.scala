@@ -14,4 +14,7 @@ trait ParserShims extends ParserInterface {
 
   override def parseRoutineParam(sqlText: String): StructType = delegate.parseRoutineParam(sqlText)
 
+  override def parsePlanWithParameters(sqlText: String, context: ParameterContext): LogicalPlan =
+    if (sparkbloom.sql.BloomSqlParser.claims(sqlText)) parsePlan(sqlText)
+    else delegate.parsePlanWithParameters(sqlText, context)
 }

@@ -7,7 +7,7 @@
 //   scala-src/shims/spark-4.1+     4.1 and later
 // The line built is chosen with -Dsparkbloom.line=<line> (a row of versions.properties; default
 // `defaultLine`). Each line compiles into its own target/spark-<line>, so switching lines recompiles
-// nothing; `bundle` puts the line's jar in target/bundle.
+// nothing; `bundle` puts the line's jar in target/bundle and target/bundles/spark-<line>.
 import java.util.Properties
 
 val versions: Properties = {
@@ -93,12 +93,14 @@ lazy val bench = (project in file("benchmarks/jmh"))
   )
 
 // Copies the runtime jars Spark does not provide next to sparkbloom.jar (for the Python package).
-lazy val bundle = taskKey[Seq[File]]("Builds the line's sparkbloom.jar and copies it with its non-Spark dependencies to target/bundle")
+lazy val bundle = taskKey[Seq[File]]("Builds the line's sparkbloom.jar and copies it with its non-Spark dependencies to target/bundle (and target/bundles/spark-<line>)")
 bundle := {
-  val out = (root / baseDirectory).value / "target" / "bundle"
-  IO.delete(out); IO.createDirectory(out)
+  val base = (root / baseDirectory).value / "target"
   val main = (root / Compile / packageBin).value
   val deps = (root / Compile / dependencyClasspath).value.map(_.data)
     .filter(f => f.getName.startsWith("zero-allocation-hashing"))
-  (main +: deps).map { f => val t = out / (if (f == main) "sparkbloom.jar" else f.getName); IO.copyFile(f, t); t }
+  Seq(base / "bundle", base / "bundles" / s"spark-${sparkLine.id}").flatMap { out =>
+    IO.delete(out); IO.createDirectory(out)
+    (main +: deps).map { f => val t = out / (if (f == main) "sparkbloom.jar" else f.getName); IO.copyFile(f, t); t }
+  }
 }

@@ -73,7 +73,7 @@ def off_and_on(spark: SparkSession, query: str, args=None):
 
 def by_index(df, name: str):
     """The skipping record of the index `name` for the query `df` ran."""
-    found = [r for r in sparkbloom.skipping(df) if r.index == name]
+    found = [r for r in sparkbloom.skipping(df) if r.index.split(" on ")[0] == name]
     assert len(found) == 1, sparkbloom.skipping(df)
     return found[0]
 

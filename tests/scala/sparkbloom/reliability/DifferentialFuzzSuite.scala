@@ -15,16 +15,19 @@ import sparkbloom.testing.LocalSpark
  * type, each run with sparkbloom on (indexes at planning time, native filters at read time) and with
  * sparkbloom off and Parquet filter pushdown off (the truth); the rows must be identical.
  *
- * CI size: `-Dsparkbloom.fuzz.queries` (default 1000 in CI: a compared query costs ~0.4 s on a loaded 2-core machine, so <= ~7 min; long runs set it higher) and `-Dsparkbloom.fuzz.seed` (default fixed).
- * Release run (≥ 1,000,000 queries, hours on 2 cores):
+ * Size: `SPARKBLOOM_SPARK_FUZZ_QUERIES` (or `-Dsparkbloom.fuzz.queries`), default 400 (+ 80 for the second
+ * test) in CI: a compared query costs ~0.3 s on this 2-core machine, ~2.5 min in all, which keeps `.ci/run`
+ * (every suite plus the Spark-version matrix) under 30 minutes. `-Dsparkbloom.fuzz.seed` (default fixed).
+ * Long run (docs/fuzzing.md; ~1 hour per 10,000 queries on 2 cores):
  * {{{
- *   dev/sbt 'set Test/javaOptions += "-Dsparkbloom.fuzz.queries=1000000"' "testOnly sparkbloom.reliability.DifferentialFuzzSuite"
+ *   SPARKBLOOM_SPARK_FUZZ_QUERIES=10000 dev/sbt "testOnly sparkbloom.reliability.DifferentialFuzzSuite"
  * }}}
  * A failure prints a reproducer: seed, query number, table, schema and the predicate.
  */
 class DifferentialFuzzSuite extends AnyFunSuite with LocalSpark {
   private val seed = sys.props.getOrElse("sparkbloom.fuzz.seed", "20250611").toLong
-  private val queries = sys.props.getOrElse("sparkbloom.fuzz.queries", "1000").toInt
+  private val queries = sys.props.get("sparkbloom.fuzz.queries")
+    .orElse(sys.env.get("SPARKBLOOM_SPARK_FUZZ_QUERIES")).getOrElse("400").toInt
 
   private final case class Table(label: String, path: String, rows: IndexedSeq[Row])
 

@@ -28,20 +28,6 @@ def _shared_dir() -> Path:
 FIXTURES = _shared_dir() / "fixtures"
 
 
-def _versions() -> dict[str, str]:
-    """project/versions.properties as key -> value (a line's value is its table row)."""
-    out = {}
-    for line in (ROOT / "project" / "versions.properties").read_text().splitlines():
-        if line.strip() and not line.startswith("#") and "=" in line:
-            key, value = line.split("=", 1)
-            out[key.strip()] = value.strip()
-    return out
-
-
-VERSIONS = _versions()
-DEFAULT_LINE = VERSIONS["defaultLine"]
-DEFAULT_PYSPARK = VERSIONS[f"line.{DEFAULT_LINE}"].split()[3]
-
 def run_python(python: str, args: list[str], cwd: Path, env: dict[str, str], timeout: int = 900) -> str:
     """Runs a Python program and returns its stdout; AssertionError with its output if it fails."""
     proc = subprocess.run([python, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)

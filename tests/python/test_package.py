@@ -16,9 +16,11 @@ import sys
 from pathlib import Path
 from typing import Dict, Tuple
 
+import pyspark
 import pytest
 
-from conftest import DEFAULT_LINE, DEFAULT_PYSPARK, ROOT, run_python
+import sparkbloom
+from conftest import ROOT, run_python
 
 
 def sh(*args: str, env: Dict[str, str] | None = None, cwd: Path | None = None) -> str:
@@ -42,7 +44,7 @@ def pyspark_only(farm: Path) -> Path:
 @pytest.fixture(scope="module")
 def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Tuple[str, Dict[str, str]]:
     tmp = tmp_path_factory.mktemp("package")
-    jars = ROOT / "python" / "src" / "sparkbloom" / "jars" / f"spark-{DEFAULT_LINE}" / "sparkbloom.jar"
+    jars = Path(sparkbloom.jar_paths()[0]).parent / "sparkbloom.jar"
     if not jars.is_file():
         pytest.fail(f"{jars} is missing: build it first (dev/test does, through dev/common.sh ensure_package)")
 
@@ -77,8 +79,9 @@ def test_the_wheel_installs_into_a_fresh_venv_with_no_network_and_carries_its_ja
     lines = out.split()
     venv = str(Path(python).parent.parent)
     assert lines[0].startswith(venv)  # this environment's copy, not the checkout's or the dev venv's
-    assert any(l.endswith(f"/spark-{DEFAULT_LINE}/sparkbloom.jar") and l.startswith(venv) for l in lines[1:-1])
-    assert lines[-1] == DEFAULT_PYSPARK
+    line = sparkbloom.session.line_for(*sparkbloom.session.spark_version())
+    assert any(l.endswith(f"/spark-{line}/sparkbloom.jar") and l.startswith(venv) for l in lines[1:-1])
+    assert lines[-1] == pyspark.__version__  # the dev environment's pyspark, linked in and left as it was
     assert (Path(lines[0]).parent / "py.typed").is_file()
 
 

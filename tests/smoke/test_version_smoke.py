@@ -96,6 +96,33 @@ def test_the_session_runs_the_jar_of_its_spark_line(spark: SparkSession):
     assert "sparkbloom.SparkBloomExtensions" in spark.conf.get("spark.sql.extensions")
 
 
+def test_a_jar_of_another_spark_line_refuses_to_start_the_session(tmp_path: Path):
+    version, scala = sparkbloom.session.spark_version()
+    line = sparkbloom.session.line_for(version, scala)
+    if scala != "2.13":
+        pytest.skip("no other line's jar is built for Scala 2.12")
+    other = "4.1" if line == "4.0" else "4.0"
+    jars = Path(sparkbloom.__file__).parent / "jars" / f"spark-{other}"
+    script = (
+        "import sys\n"
+        "from pyspark.sql import SparkSession\n"
+        "b = (SparkSession.builder.master('local[1]').config('spark.ui.enabled', 'false')\n"
+        f"     .config('spark.jars', {','.join(str(j) for j in sorted(jars.glob('*.jar')))!r})\n"
+        "     .config('spark.sql.extensions', 'sparkbloom.SparkBloomExtensions'))\n"
+        "try:\n"
+        "    b.getOrCreate()\n"
+        "except Exception as e:\n"
+        "    print('REFUSED', e)\n"
+        "    sys.exit(0)\n"
+        "print('STARTED')\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYSPARK_SUBMIT_ARGS="--driver-java-options '"
+                                   + " ".join(sparkbloom.java_options()) + "' pyspark-shell"))
+    assert "REFUSED" in proc.stdout, proc.stdout + proc.stderr[-3000:]
+    assert f"built for Spark {other}" in proc.stdout and f"runs Spark {version}" in proc.stdout, proc.stdout
+
+
 def test_ddl_and_a_pruned_lookup_return_the_index_off_rows(spark: SparkSession, table: str):
     spark.sql(f"CREATE BLOOM INDEX smoke_k ON parquet.`{table}` (k) OPTIONS (fpp = 0.01)")
     shown = [r[0] for r in spark.sql(f"SHOW BLOOM INDEXES ON parquet.`{table}`").collect()]

@@ -171,7 +171,10 @@ def footers(spark, path):
                     c = cols.get(j)
                     name = c.getPath().toDotString()
                     if name in ("key", "uuid"):
-                        n = c.getBloomFilterLength()
+                        try:
+                            n = c.getBloomFilterLength()
+                        except Exception:  # parquet-java 1.13 (Spark 3.5) has no bloom_filter_length
+                            n = -1
                         if n <= 0 and c.getBloomFilterOffset() >= 0:
                             bf = reader.readBloomFilter(c)
                             n = bf.getBitsetSize() + 16 if bf is not None else 0  # bitset + ~header

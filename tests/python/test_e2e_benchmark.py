@@ -9,15 +9,18 @@ import sys
 
 import pytest
 
+import sparkbloom
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCRIPT = os.path.join(ROOT, "benchmarks", "e2e.py")
-BUNDLE = os.path.join(ROOT, "target", "bundle")
+# The jars of the running Spark line, as the installed package carries them.
+BUNDLE = os.path.dirname(sparkbloom.jar_paths()[0])
 
 
 @pytest.fixture(scope="module")
 def quick_result(tmp_path_factory):
     if not glob.glob(os.path.join(BUNDLE, "sparkbloom.jar")):
-        pytest.fail(f"{BUNDLE}/sparkbloom.jar is missing: build it with `dev/sbt bundle` (dev/test does)")
+        pytest.fail(f"{BUNDLE}/sparkbloom.jar is missing: install the package first (dev/test does)")
     tmp = tmp_path_factory.mktemp("e2e")
     out = tmp / "result.json"
     proc = subprocess.run(

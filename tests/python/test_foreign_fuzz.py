@@ -40,7 +40,7 @@ from pyspark.sql import DataFrame, SparkSession
 import sparkbloom
 
 import foreign_writers as fw
-from conftest import FIXTURES
+from conftest import FIXTURES, stored_length_readable
 
 SEED = int(os.environ.get("SPARKBLOOM_FUZZ_SEED", "1313"))
 QUERIES = int(os.environ.get("SPARKBLOOM_FUZZ_QUERIES", "25"))
@@ -278,7 +278,8 @@ def test_random_conditions_return_the_same_rows_with_native_filters_and_with_an_
         assert d["files_covered"] == 3 and d["problems"] == [], d
         # Every filter the writer stored is valid and harvested; pyarrow's chunks (no filters) are scanned.
         chunks = 3 * 4 * len(fw.NAMES)
-        expected = (0, chunks) if writer == "pyarrow" else (chunks, 0)
+        # On Spark 3.5 (no bloom_filter_length) other writers' filters are never used: their chunks are scanned.
+        expected = (0, chunks) if writer == "pyarrow" or not stored_length_readable() else (chunks, 0)
         assert (d["filters_harvested"], d["filters_scanned"]) == expected, d
         results["index"] = []
         index_skipped = 0
@@ -319,8 +320,9 @@ def test_random_conditions_return_the_same_rows_with_native_filters_and_with_an_
     assert not wrong, f"seed {SEED}: {len(wrong)} answers differ from Spark evaluating every row:\n" + "\n".join(wrong[:5])
     assert report["native_filters_invalid"] == 0
     assert report["rows_returned"] > 0 and index_skipped > 0, report
-    if writer == "pyarrow":
-        assert report["native_row_groups_skipped"] == 0, report  # its files carry no filters
+    if writer == "pyarrow" or not stored_length_readable():
+        # pyarrow's files carry no filters; Spark 3.5 does not use other writers' filters
+        assert report["native_row_groups_skipped"] == 0, report
     else:
         assert report["native_row_groups_skipped"] > report["native_row_groups_checked"] // 10, report
 
@@ -338,7 +340,10 @@ def test_an_absent_key_is_pruned_by_the_foreign_files_own_filters(spark: SparkSe
             checked += m["nativeRowGroupsChecked"]
             skipped += m["nativeRowGroupsSkipped"]
     assert checked == 3 * 3 * 12
-    assert skipped >= checked * 0.75, (skipped, checked)  # the writers' filters are sized for ~1-5% false positives
+    if stored_length_readable():
+        assert skipped >= checked * 0.75, (skipped, checked)  # the writers' filters are sized for ~1-5% false positives
+    else:  # Spark 3.5: other writers' filters are not used
+        assert skipped == 0, (skipped, checked)
 
 
 # ------------------------------------------------------------------------------------------ known cases
@@ -459,7 +464,8 @@ def test_decision_level_fuzz_keeps_every_row_group_that_holds_a_match(spark: Spa
     for w in ("duckdb", "datafusion"):
         x = by_writer[w]
         assert x["chunks_with_native_filters"] == 84
-        assert x["native_pruned_of_prunable"] > 0.5, x
+        if stored_length_readable():  # Spark 3.5 does not use other writers' filters
+            assert x["native_pruned_of_prunable"] > 0.5, x
     for w, x in by_writer.items():
         assert x["index_pruned_of_prunable"] > 0.5, x
         assert x["must_keep"] > 0 and x["prunable"] > 0, x

@@ -16,7 +16,7 @@ from pyspark.sql import SparkSession
 
 import sparkbloom
 
-from conftest import FIXTURES
+from conftest import FIXTURES, needs_stored_length
 
 PT = FIXTURES / "parquet-testing"
 DUCK = FIXTURES / "duckdb"
@@ -45,6 +45,7 @@ def answers(file: Dict[str, Any]) -> Dict[str, str]:
     [("data_index_bloom_encoding_stats.parquet", 1024, None),  # parquet-mr: no bloom_filter_length
      ("data_index_bloom_encoding_with_length.parquet", 2048, 2064)],  # parquet-rs: 16-byte header + bitset
 )
+@needs_stored_length
 def test_a_native_filter_is_found_and_answers_maybe_for_the_14_values_and_no_for_absent_ones(
     spark: SparkSession, name: str, num_bytes: int, stored_length: int
 ) -> None:
@@ -60,6 +61,7 @@ def test_a_native_filter_is_found_and_answers_maybe_for_the_14_values_and_no_for
     assert {v: got[v] for v in ABSENT} == {v: "no" for v in ABSENT}
 
 
+@needs_stored_length
 def test_a_header_that_disagrees_with_the_stored_length_is_corrupt_and_never_answers_no(spark: SparkSession) -> None:
     # numBytes 256 in the header, bloom_filter_length 528: trusting the header would miss r = 200.
     f = only_file(sparkbloom.inspect_parquet(spark, str(DUCK / "bloom_filter_short_numbytes.parquet"), ["r=200"]))
@@ -73,6 +75,7 @@ def test_a_header_that_disagrees_with_the_stored_length_is_corrupt_and_never_ans
     [("bloom_filter_bad_numbytes.parquet", "not a positive multiple of 32"),
      ("bloom_filter_bad_length_range.parquet", "run past the end of the file")],
 )
+@needs_stored_length
 def test_damaged_duckdb_files_report_every_filter_corrupt(spark: SparkSession, name: str, first_reason: str) -> None:
     # Patching row group 0's header to numBytes 10000 lengthened it by two bytes, which moved every later
     # filter away from the offset the footer records: none of them can be read where they are said to be.
@@ -136,6 +139,7 @@ def test_probe_values_are_written_in_the_columns_physical_type(spark: SparkSessi
     assert got[("i", "seven")].startswith("cannot probe")
 
 
+@needs_stored_length
 def test_the_command_line_prints_a_readable_report_with_corrupt_filters_shown_as_corrupt() -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "sparkbloom", "inspect", str(FIXTURES), "--probe", "String=Hello", "--probe", "a=1"],

@@ -1,11 +1,4 @@
 package sparkbloom.shims
 
-import org.apache.spark.sql.catalyst.parser.ParserInterface
-import org.apache.spark.sql.types.StructType
-
-/** Spark 4.0 adds `parseRoutineParam` (abstract). */
-trait ParserShims extends ParserInterface {
-  protected def delegate: ParserInterface
-
-  override def parseRoutineParam(sqlText: String): StructType = delegate.parseRoutineParam(sqlText)
-}
+/** Spark 4.0's ParserInterface: the common methods plus `parseRoutineParam`. */
+trait ParserShims extends RoutineParamForwarding

@@ -17,7 +17,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap
 import sparkbloom.BloomConf
 import sparkbloom.index.{IndexStore, IndexVersion}
 import sparkbloom.index.sliced.IndexCache
-import sparkbloom.scan.{BloomParquetFileFormat, BloomSkippingFileIndex, NativeFilters, NativeMetrics, NativeSpec, RowGroupSelection}
+import sparkbloom.scan.{BloomParquetFileFormat, BloomSkippingFileIndex, NativeFilters, NativeSpec, RowGroupSelection}
 
 /**
  * For a Filter over a Parquet file relation:
@@ -67,22 +67,17 @@ class BloomSkippingRule(session: SparkSession) extends Rule[LogicalPlan] {
     val fromIndexes = indexes(cond, l, rel, names, catalogLocation)
     if (fromIndexes.isEmpty && !native) return None
     val selection = new RowGroupSelection(BloomConf.rowGroupPruning(session))
+    val opts = NativeFilters.options(session, rel.options)
     val location = fromIndexes.map { case (root, used) =>
       new BloomSkippingFileIndex(session, rel.location, used, selection,
         l.catalogTable.map(_.identifier.unquotedString).getOrElse(root.toString),
-        int96Probes = int96Probes)
+        int96Probes = opts.int96Probes)
     }
     val nativeSpec = if (!native) None else {
       val partitionCols = rel.partitionSchema.fieldNames.map(_.toLowerCase(java.util.Locale.ROOT)).toSet
       val dataCol = (id: ExprId) => names.get(id).filterNot(n => partitionCols.contains(n.toLowerCase(java.util.Locale.ROOT)))
-      val byFieldId = session.conf.get("spark.sql.parquet.fieldId.read.enabled", "false").toBoolean
-      val all = if (byFieldId) BloomPredicate.Unknown else BloomPredicate.translate(cond, dataCol)
       val indexedCols = fromIndexes.toSeq.flatMap(_._2.flatMap(u => u._1.meta.columns.map(_.name.toLowerCase(java.util.Locale.ROOT)))).toSet
-      val covered = if (byFieldId) BloomPredicate.Unknown
-        else BloomPredicate.translate(cond, id => dataCol(id).filterNot(n => indexedCols.contains(n.toLowerCase(java.util.Locale.ROOT))))
-      val opts = NativeFilters.options(session, rel.options)
-      val prunes = NativeFilters.prunable(all) || NativeFilters.prunable(covered)
-      Some(new NativeSpec(all, covered, opts, if (prunes) NativeMetrics(session.sparkContext) else null))
+      Some(NativeSpec(session, cond, dataCol, indexedCols, opts, enabled = true))
     }
     val format = new BloomParquetFileFormat(selection, nativeSpec)
     // parquet-java's bloom level is also off through the relation's options (they reach the scan's Hadoop
@@ -114,8 +109,6 @@ class BloomSkippingRule(session: SparkSession) extends Rule[LogicalPlan] {
   /** The guard options `cond` needs that `options` lacks. */
   private def missing(options: Map[String, String], cond: Expression): Map[String, String] =
     safeParquetJavaOptions(cond).filter { case (k, v) => !options.get(k).contains(v) }
-
-  private def int96Probes: Boolean = !session.conf.get("spark.sql.parquet.int96TimestampConversion", "false").toBoolean
 
   /** The table root and the indexes that answer part of `cond`, if any. */
   private def indexes(cond: Expression, l: LogicalRelation, rel: HadoopFsRelation, names: Map[ExprId, String],

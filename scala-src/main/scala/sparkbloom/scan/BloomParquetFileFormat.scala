@@ -86,6 +86,28 @@ final class NativeSpec(val all: sparkbloom.optimizer.BloomPredicate, val covered
   }
 }
 
+object NativeSpec {
+  /**
+   * The native-filter spec of a scan, shared by the V1 rule and the V2 scan: `cond` translated over the data
+   * columns `dataCol` names (partition columns left out by the caller) into `all`, and over the columns no index
+   * in `indexedColumns` (lower case) answers into `covered`. Both are Unknown (nothing pruned) when native
+   * filtering is off (`enabled`, or Spark's own Parquet pushdown off) or when Parquet field ids decide which file
+   * column a read column is (names would probe the wrong filter). Metrics only when something can prune.
+   */
+  def apply(session: SparkSession, cond: org.apache.spark.sql.catalyst.expressions.Expression,
+            dataCol: org.apache.spark.sql.catalyst.expressions.ExprId => Option[String], indexedColumns: Set[String],
+            options: NativeFilters.Options, enabled: Boolean): NativeSpec = {
+    import sparkbloom.optimizer.BloomPredicate
+    val byFieldId = session.conf.get("spark.sql.parquet.fieldId.read.enabled", "false").toBoolean
+    val on = enabled && !byFieldId && session.sessionState.conf.parquetFilterPushDown
+    val all = if (on) BloomPredicate.translate(cond, dataCol) else BloomPredicate.Unknown
+    val covered = if (on) BloomPredicate.translate(cond, id => dataCol(id).filterNot(n =>
+      indexedColumns.contains(n.toLowerCase(java.util.Locale.ROOT)))) else BloomPredicate.Unknown
+    val prunes = NativeFilters.prunable(all) || NativeFilters.prunable(covered)
+    new NativeSpec(all, covered, options, if (prunes) NativeMetrics(session.sparkContext) else null)
+  }
+}
+
 /** Executor-side counters of native bloom filtering (SQL metrics of the scan's BloomIndexSkipping node). */
 final class NativeMetrics(val rowGroupsChecked: SQLMetric, val rowGroupsSkipped: SQLMetric,
                           val filtersInvalid: SQLMetric, val filesUnreadable: SQLMetric, val time: SQLMetric) extends Serializable {

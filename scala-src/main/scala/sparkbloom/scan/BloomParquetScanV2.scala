@@ -13,7 +13,6 @@ import org.apache.spark.sql.execution.datasources.v2.parquet.{ParquetPartitionRe
 import org.apache.spark.sql.vectorized.ColumnarBatch
 
 import sparkbloom.index.SerializableConf
-import sparkbloom.optimizer.BloomPredicate
 
 /**
  * Spark's V2 Parquet scan (`spark.read.parquet` with parquet out of `spark.sql.sources.useV1SourceList`), with
@@ -85,26 +84,18 @@ object BloomParquetScanV2 {
       .filter { case (_, n) => !partitionCols.contains(n.toLowerCase(java.util.Locale.ROOT)) }
     val cond: Expression = s.dataFilters.reduce(And)
     val opts = NativeFilters.options(session, s.options.asCaseSensitiveMap().asScala.toMap)
-    val int96Probes = opts.int96Probes
-    // Parquet field ids decide which file column a read column is: names would probe the wrong filter.
-    val byFieldId = session.conf.get("spark.sql.parquet.fieldId.read.enabled", "false").toBoolean
-    val nativeOn = native && !byFieldId && session.sessionState.conf.parquetFilterPushDown
     val indexes = s.fileIndex.rootPaths match {
       case Seq(root) => sparkbloom.optimizer.BloomSkippingRule.indexesAt(session, root, cond, names).map(_._2)
       case _ => None
     }
     val index = indexes.map { used =>
       new BloomSkippingFileIndex(session, s.fileIndex, used, new RowGroupSelection(sparkbloom.BloomConf.rowGroupPruning(session)),
-        s.fileIndex.rootPaths.head.toString, int96Probes)
+        s.fileIndex.rootPaths.head.toString, opts.int96Probes)
     }
-    val all = if (nativeOn) BloomPredicate.translate(cond, id => names.get(id)) else BloomPredicate.Unknown
     val indexedCols = indexes.toSeq.flatten.flatMap(_._1.meta.columns.map(_.name.toLowerCase(java.util.Locale.ROOT))).toSet
-    val covered = if (nativeOn) BloomPredicate.translate(cond, id => names.get(id).filterNot(n =>
-      indexedCols.contains(n.toLowerCase(java.util.Locale.ROOT)))) else BloomPredicate.Unknown
-    val prunes = NativeFilters.prunable(all) || NativeFilters.prunable(covered)
-    if (!prunes && index.isEmpty) None
-    else Some(new BloomParquetScanV2(s, new NativeSpec(all, covered, opts,
-      if (prunes) NativeMetrics(session.sparkContext) else null), sparkbloom.BloomConf.minSkipPerExtraRead(session), index))
+    val spec = NativeSpec(session, cond, names.get, indexedCols, opts, enabled = native)
+    if (spec.metrics == null && index.isEmpty) None // nothing can prune
+    else Some(new BloomParquetScanV2(s, spec, sparkbloom.BloomConf.minSkipPerExtraRead(session), index))
   }
 }
 

@@ -23,6 +23,19 @@ val sparkLine: SparkLine = SparkLines.load(versions, sys.props.getOrElse("sparkb
 val jvmFlags: Seq[String] = IO.readLines(file("project/jvm-flags.txt"))
   .map(_.trim).filter(l => l.nonEmpty && !l.startsWith("#"))
 
+// Delta Lake and Iceberg (issue 12) for the lines that have a `lakehouse.<line>` row: compile-time only, and
+// on the test classpath for the real Delta and Iceberg tables of the lakehouse suites. Intransitive: they
+// must not bring another Spark; Delta's storage module is its one runtime dependency Spark lacks.
+val lakehouse: Option[(String, String)] = Option(versions.getProperty(s"lakehouse.${sparkLine.id}"))
+  .map(_.trim.split("\\s+")).collect { case Array(delta, iceberg) => (delta, iceberg) }
+val lakehouseDeps: Seq[ModuleID] = lakehouse.toSeq.flatMap { case (delta, iceberg) =>
+  val sparkBinary = sparkLine.spark.split('.').take(2).mkString(".")
+  Seq(
+    "io.delta" %% "delta-spark" % delta % Provided intransitive(),
+    "io.delta" % "delta-storage" % delta % Provided intransitive(),
+    "org.apache.iceberg" % s"iceberg-spark-runtime-${sparkBinary}_2.13" % iceberg % Provided intransitive())
+}
+
 ThisBuild / organization := "io.sparkbloom"
 ThisBuild / version := "0.1.0"
 ThisBuild / scalaVersion := sparkLine.scala
@@ -34,6 +47,9 @@ lazy val root = (project in file("."))
     Compile / scalaSource := baseDirectory.value / "scala-src" / "main" / "scala",
     Compile / unmanagedSourceDirectories ++= SparkLines.shimDirs(baseDirectory.value / "scala-src" / "shims", sparkLine),
     Test / unmanagedSourceDirectories ++= SparkLines.shimDirs(baseDirectory.value / "tests" / "shims", sparkLine),
+    // Delta and Iceberg integration: only lines whose table formats publish artifacts compile it.
+    Compile / unmanagedSourceDirectories += baseDirectory.value / "scala-src" / (if (lakehouse.isDefined) "lakehouse" else "lakehouse-none"),
+    Test / unmanagedSourceDirectories ++= (if (lakehouse.isDefined) Seq(baseDirectory.value / "tests" / "lakehouse") else Nil),
     // SPARKBLOOM_TEST_SOURCES=<regex> compiles only the test files whose names match (dev/matrix runs the
     // parser forwarding suite on every line without compiling every suite there).
     Test / unmanagedSources := {
@@ -53,7 +69,7 @@ lazy val root = (project in file("."))
       "org.apache.parquet" % "parquet-hadoop" % sparkLine.parquet % Provided) else Nil) ++ Seq(
       "net.openhft" % "zero-allocation-hashing" % v("zeroAllocationHashing"),
       "org.scalatest" %% "scalatest" % v("scalatest") % Test
-    ),
+    ) ++ lakehouseDeps,
     // Tests run against real Spark in a forked JVM with the flags Spark and the Vector API need.
     Test / fork := true,
     Test / parallelExecution := false,

@@ -20,6 +20,9 @@ class SparkBloomExtensions extends (SparkSessionExtensions => Unit) {
     // optimizer: push =, <=>, IN, IS NULL down to bloom indexes
     ext.injectOptimizerRule(session => new optimizer.BloomSkippingRule(session))
 
+    // after Delta's own data skipping (list sparkbloom after Delta's extension): Delta scans
+    ext.injectPreCBORule(session => new lakehouse.LakehousePreCboRule(session))
+
     // physical plan: SQL metrics (files / row groups skipped, index bytes read, probe time) over pruned scans
     ext.injectColumnar(session => new scan.BloomScanMetricsRule(session))
 

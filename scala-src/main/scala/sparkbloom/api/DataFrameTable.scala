@@ -22,7 +22,8 @@ import sparkbloom.index.{BloomIndexException, TableRef}
 object DataFrameTable {
   val Supported: String =
     "a DataFrame that reads Parquet files directly: spark.read.parquet(path) of one directory or file, " +
-      "or spark.table(name) of a Parquet table, optionally with select / where / filter on top"
+      "spark.table(name) of a Parquet, Delta or Iceberg table, or spark.read.format(\"delta\").load(path), " +
+      "optionally with select / where / filter on top"
 
   /** The table and the names in its files of the DataFrame columns `columns`. */
   final case class Target(table: TableRef, columns: Seq[String])
@@ -70,6 +71,10 @@ object DataFrameTable {
     case f: Filter => scan(f.child)
     case s: SubqueryAlias => scan(s.child)
     case v: View => scan(v.child)
+    case l: LogicalRelation if sparkbloom.lakehouse.Lakehouse.tableRef(l).isDefined =>
+      (sparkbloom.lakehouse.Lakehouse.tableRef(l).get, l) // Delta
+    case r: DataSourceV2Relation if sparkbloom.lakehouse.Lakehouse.tableRef(r).isDefined =>
+      (sparkbloom.lakehouse.Lakehouse.tableRef(r).get, r) // Iceberg
     case l: LogicalRelation => l.relation match {
       // Exactly Spark's own Parquet format: subclasses (Delta's, for one) add files or deletion rules
       // that an index over the raw files would not see.

@@ -83,7 +83,7 @@ object BloomIndexes {
     val fs = dir.getFileSystem(spark.sessionState.newHadoopConf())
     val meta = IndexStore.latestMeta(fs, dir)._1.getOrElse(
       throw new BloomIndexException(s"Bloom index $name does not exist on ${t.display}"))
-    val cols = resolveColumns(t, meta.columns.map(_.spec), meta.options)
+    val cols = meta.columns.map(c => stillThere(t, c).getOrElse(resolveColumns(t, Seq(c.spec), meta.options).head))
     val files = t.listFiles()
     val previous = if (full) None else {
       val loaded = IndexStore.load(fs, spark.sessionState.newHadoopConf(), dir, meta)
@@ -159,7 +159,7 @@ object BloomIndexes {
           IndexBuilder.buildHarvestFirst(spark, toBuild, cols, dir, dataDirName, budgeted,
             SizingJobs.carriedCounts(budgeted, carried), sizerFor)
         else IndexBuilder.build(spark, toBuild, cols, harvest, dir, dataDirName,
-          sizerFor(if (toBuild.isEmpty) Map.empty else SizingJobs.valuesUpperBound(spark, toBuild, budgeted, carried)))
+          sizerFor(if (toBuild.isEmpty) Map.empty else SizingJobs.valuesUpperBound(spark, toBuild, budgeted, carried, cols)))
       if (stats.skipped.nonEmpty) log.warn(s"bloom index $name: files not indexed: ${stats.skipped.mkString("; ")}")
       val layout = LayoutAssembler.assemble(cols.map(_.name), carried, stats.entryMetas, stats.segments)
       val meta = IndexMeta(name, t.display, t.root.toString, cols, opts.fpp, opts.ndv, version, 0L, dataDirName,
@@ -270,6 +270,18 @@ object BloomIndexes {
     n
   }
 
+  /**
+   * An indexed column kept by the files' identity of it (Delta physical name, Iceberg field id), whatever it
+   * is called now: a renamed column keeps its index. None for columns found by name.
+   */
+  private def stillThere(t: ResolvedTable, c: IndexedColumn): Option[IndexedColumn] =
+    if (c.fileName.isEmpty && c.fieldId.isEmpty) None
+    else t.dataSchema.fields.find { f => val (n, id) = t.fileColumn(f); c.sameColumn(n.getOrElse(f.name), id) } match {
+      case Some(f) if f.dataType.sql == c.dataType => Some(c)
+      case _ => throw new BloomIndexException(s"Indexed column ${c.name} of bloom index on ${t.display} is no longer in " +
+        s"the table (or its type changed): drop the index or its column")
+    }
+
   private def resolveColumns(t: ResolvedTable, specs: Seq[ColumnSpec], opts: TableOptions): Seq[IndexedColumn] = {
     if (specs.isEmpty) throw new BloomIndexException("A bloom index needs at least one column")
     val dupes = specs.groupBy(_.name.toLowerCase).collect { case (n, s) if s.size > 1 => n }
@@ -292,8 +304,9 @@ object BloomIndexes {
       val fpp = s.fpp.orElse(if (s.falseReadsPerKey.isDefined) None else opts.fpp)
       val budget = if (fpp.isDefined) None else s.falseReadsPerKey.orElse(opts.falseReadsPerKey)
       fpp.foreach(Sizing.checkFpp)
+      val (fileName, fieldId) = t.fileColumn(field)
       IndexedColumn(field.name, field.dataType.sql, fpp, s.ndv.orElse(opts.ndv), budget,
-        if (fpp.isDefined && opts.fppPerFile) Some(IndexedColumn.FileScope) else None)
+        if (fpp.isDefined && opts.fppPerFile) Some(IndexedColumn.FileScope) else None, fileName, fieldId)
     }
   }
 }

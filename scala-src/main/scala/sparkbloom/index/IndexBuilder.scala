@@ -154,7 +154,7 @@ object IndexBuilder {
     var harvestIn: SeekableInputStream = null
     val harvestStream = () => { if (harvestIn == null) harvestIn = input.newStream(); harvestIn }
     try {
-      val footer = Footers.fromMetadata(reader.getFooter, input.getLength)
+      val footer = Footers.fromMetadata(reader.getFooter, input.getLength).resolving(cols.toSeq)
       SizingJobs.addValueCounts(footer, counted, counts)
       for (c <- cols; rg <- footer.rowGroups.indices; ch <- footer.chunk(rg, c.name) if ch.encrypted)
         throw new SparkException(s"${EncryptedPrefix}cannot index column ${c.name}: it is encrypted in ${f.path}; " +

@@ -76,13 +76,21 @@ final case class TableOptions(fpp: Option[Double], ndv: Option[Long], falseReads
  * "file") wins over `falseReadsPerKey`; with neither, the table budget of [[FppPolicy]] applies.
  */
 final case class IndexedColumn(name: String, dataType: String, fpp: Option[Double], ndv: Option[Long],
-                               falseReadsPerKey: Option[Double] = None, fppScope: Option[String] = None) {
+                               falseReadsPerKey: Option[Double] = None, fppScope: Option[String] = None,
+                               // Where the column is in the data files when not by `name`: Delta's physical
+                               // name under column mapping, Iceberg's field id. Both survive a RENAME COLUMN.
+                               fileName: Option[String] = None, fieldId: Option[Int] = None) {
   def sparkType: DataType = DataType.fromDDL(dataType)
   def spec: ColumnSpec = ColumnSpec(name, fpp, ndv, falseReadsPerKey)
   def policy: FppPolicy = fpp match {
     case Some(f) if fppScope.contains(IndexedColumn.FileScope) => FppPolicy.PerFile(f)
     case Some(f) => FppPolicy.PerRowGroup(f)
     case None => FppPolicy.TableBudget(falseReadsPerKey.getOrElse(FppPolicy.DefaultFalseReadsPerKey))
+  }
+  /** Whether this is the column the files know as `file` (their name) with field id `id`. */
+  def sameColumn(file: String, id: Option[Int]): Boolean = fieldId match {
+    case Some(f) => id.contains(f)
+    case None => fileName.getOrElse(name) == file
   }
 }
 

@@ -37,7 +37,7 @@ object SizingJobs {
     }.toMap
 
   def valuesUpperBound(spark: SparkSession, files: Seq[DataFile], columns: Seq[String],
-                       carried: Option[(Layout, Set[String])]): Map[String, Long] = {
+                       carried: Option[(Layout, Set[String])], resolve: Seq[IndexedColumn] = Nil): Map[String, Long] = {
     if (columns.isEmpty) return Map.empty
     val fromIndex = carriedCounts(columns, carried)
     if (files.isEmpty) return fromIndex
@@ -53,7 +53,7 @@ object SizingJobs {
             val footer = Footers.read(conf.value, new Path(f.path))
             // The build job that follows reads this footer from here when it runs in the same JVM.
             if (footer.fileLength == f.size) Footers.remember(f.path, f.size, f.mtime, footer.metadata)
-            addValueCounts(footer, cols, out)
+            addValueCounts(footer.resolving(resolve), cols, out)
           } catch { case NonFatal(_) => }
           out
         }

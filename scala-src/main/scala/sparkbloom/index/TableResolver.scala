@@ -7,21 +7,38 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, Project, SubqueryAlias, View}
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
-import org.apache.spark.sql.types.StructType
+import org.apache.spark.sql.types.{StructField, StructType}
 
-/** A Parquet table resolved for indexing: where it lives, its columns and its files right now. */
-final case class ResolvedTable(ref: TableRef, root: Path, relation: HadoopFsRelation) {
-  def dataSchema: StructType = relation.dataSchema
-  def partitionColumns: Seq[String] = relation.partitionSchema.fieldNames.toSeq
+/**
+ * A table resolved for indexing: where its indexes live (`root`), its columns, its files right now, and where
+ * each column is in those files. Plain Parquet tables come from Spark's file relation; Delta and Iceberg
+ * tables from `sparkbloom.lakehouse` (their snapshot's files, column mapping and field ids).
+ *
+ * @param fileColumn where a column of `dataSchema` is in the data files when not by its name: Delta's
+ *                   physical name, Iceberg's field id (see [[IndexedColumn]])
+ * @param snapshot   the table version the listing is of ("Delta version 7", "Iceberg snapshot 123"), if any
+ */
+final case class ResolvedTable(ref: TableRef, root: Path, dataSchema: StructType, partitionColumns: Seq[String],
+                               files: () => Seq[DataFile],
+                               fileColumn: StructField => (Option[String], Option[Int]) = _ => (None, None),
+                               snapshot: Option[String] = None, format: String = "parquet") {
   def display: String = ref.display
+  def listFiles(): Seq[DataFile] = files()
+}
 
-  def listFiles(): Seq[DataFile] = relation.location.listFiles(Nil, Nil).flatMap(_.files).map { f =>
-    DataFile(f.getPath.toString, f.getLen, f.getModificationTime)
-  }
+object ResolvedTable {
+  def ofRelation(ref: TableRef, root: Path, relation: HadoopFsRelation): ResolvedTable =
+    ResolvedTable(ref, root, relation.dataSchema, relation.partitionSchema.fieldNames.toSeq,
+      () => relation.location.listFiles(Nil, Nil).flatMap(_.files).map { f =>
+        DataFile(f.getPath.toString, f.getLen, f.getModificationTime)
+      })
 }
 
 object TableResolver {
-  def resolve(spark: SparkSession, ref: TableRef, refresh: Boolean = false): ResolvedTable = {
+  def resolve(spark: SparkSession, ref: TableRef, refresh: Boolean = false): ResolvedTable =
+    sparkbloom.lakehouse.Lakehouse.resolve(spark, ref, refresh).getOrElse(resolveParquet(spark, ref, refresh))
+
+  private def resolveParquet(spark: SparkSession, ref: TableRef, refresh: Boolean): ResolvedTable = {
     val plan: LogicalPlan = ref match {
       case TableRef.Catalog(name) =>
         val ident = try spark.sessionState.sqlParser.parseTableIdentifier(name) catch {
@@ -53,7 +70,7 @@ object TableResolver {
           roots.head
         }
         val fs = root.getFileSystem(spark.sessionState.newHadoopConf())
-        ResolvedTable(ref, fs.makeQualified(root), rel)
+        ResolvedTable.ofRelation(ref, fs.makeQualified(root), rel)
       case None =>
         throw new BloomIndexException(s"${ref.display} is not a Parquet table: bloom indexes support catalog tables " +
           "USING parquet and Parquet paths (parquet.`/path`)")
@@ -62,7 +79,8 @@ object TableResolver {
 
   /** The Parquet relation under a plain scan (aliases, projections, views allowed). */
   def relationOf(plan: LogicalPlan): Option[(HadoopFsRelation, Option[java.net.URI])] = plan match {
-    case sparkbloom.optimizer.FsRelation(_, rel, _, table, _) if rel.fileFormat.isInstanceOf[ParquetFileFormat] =>
+    // Exactly Spark's Parquet format: a subclass (Delta's) brings its own files and deletion rules.
+    case sparkbloom.optimizer.FsRelation(_, rel, _, table, _) if rel.fileFormat.getClass == classOf[ParquetFileFormat] =>
       Some((rel, table.map(_.location)))
     case SubqueryAlias(_, child) => relationOf(child)
     case Project(_, child) => relationOf(child)

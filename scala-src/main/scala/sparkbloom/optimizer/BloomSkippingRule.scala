@@ -50,6 +50,10 @@ class BloomSkippingRule(session: SparkSession) extends Rule[LogicalPlan] {
       case f @ Filter(cond, FsRelation(l, rel, _, _, false))
           if rel.fileFormat.isInstanceOf[BloomParquetFileFormat] && missing(rel.options, cond).nonEmpty =>
         f.copy(child = l.copy(relation = rel.copy(options = rel.options ++ missing(rel.options, cond))(rel.sparkSession)))
+      // Iceberg: the table is swapped for one whose scans drop the files the indexes rule out.
+      case f @ Filter(cond, r: DataSourceV2Relation) if sparkbloom.lakehouse.Lakehouse.isIcebergTable(r.table) =>
+        sparkbloom.lakehouse.Lakehouse.rewriteIceberg(session, plan, BloomSkippingRule.pushable(cond), r)
+          .map(n => f.copy(child = n)).getOrElse(f)
       case f @ Filter(cond, r: DataSourceV2Relation) if native && r.table.getClass == classOf[ParquetTable] &&
           missing(r.options.asCaseSensitiveMap().asScala.toMap, cond).nonEmpty =>
         val opts = new java.util.HashMap[String, String](r.options.asCaseSensitiveMap())
@@ -137,7 +141,16 @@ object BloomSkippingRule extends org.apache.spark.internal.Logging {
 
   /** The indexes stored for the table at `root` that answer part of `cond` (`names`: attribute -> column). */
   def indexesAt(session: SparkSession, root: Path, cond: Expression,
-                names: Map[ExprId, String]): Option[(Path, Seq[(IndexVersion, BloomPredicate)])] = {
+                names: Map[ExprId, String]): Option[(Path, Seq[(IndexVersion, BloomPredicate)])] =
+    indexesAt(session, root, cond, (id: ExprId, indexed: Seq[sparkbloom.index.IndexedColumn]) =>
+      names.get(id).flatMap(n => indexed.find(_.name == n).orElse(indexed.find(_.name.equalsIgnoreCase(n))).map(_.name)))
+
+  /**
+   * The same, with `column` saying which indexed column (if any) an attribute is: Delta and Iceberg tables
+   * find them by the files' identity (physical name, field id) rather than by the name in the query.
+   */
+  def indexesAt(session: SparkSession, root: Path, cond: Expression,
+                column: (ExprId, Seq[sparkbloom.index.IndexedColumn]) => Option[String]): Option[(Path, Seq[(IndexVersion, BloomPredicate)])] = {
     val conf = session.sessionState.newHadoopConf()
     val fs = root.getFileSystem(conf)
     val base = IndexStore.indexesDir(fs.makeQualified(root), BloomConf.indexRoot(session))
@@ -146,9 +159,7 @@ object BloomSkippingRule extends org.apache.spark.internal.Logging {
       val used: Seq[(IndexVersion, BloomPredicate)] = fs.listStatus(base).toSeq.filter(_.isDirectory).flatMap { st =>
         try {
           IndexStore.latestMeta(fs, st.getPath)._1.flatMap { meta =>
-            val indexed = meta.columns.map(_.name)
-            val lookup = (id: ExprId) =>
-              names.get(id).flatMap(n => indexed.find(_ == n).orElse(indexed.find(_.equalsIgnoreCase(n))))
+            val lookup = (id: ExprId) => column(id, meta.columns)
             val pred = BloomPredicate.translate(cond, lookup)
             if (pred == BloomPredicate.Unknown) None
             else Some(IndexStore.load(fs, conf, st.getPath, meta) -> pred)

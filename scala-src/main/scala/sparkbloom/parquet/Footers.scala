@@ -24,12 +24,33 @@ final case class ChunkInfo(column: String, encoding: Option[ColumnEncoding], nul
 /** Footer facts of one Parquet file, for a set of top-level columns. */
 final case class FooterInfo(rowGroups: IndexedSeq[RowGroupRange], fileLength: Long, schema: MessageType,
                             keyValueMetadata: java.util.Map[String, String], createdBy: String,
-                            blocks: IndexedSeq[BlockMetaData], metadata: ParquetMetadata = null) {
+                            blocks: IndexedSeq[BlockMetaData], metadata: ParquetMetadata = null,
+                            aliases: Map[String, Option[String]] = Map.empty) {
 
-  /** The file's top-level field name for `column` (exact match first, then case-insensitive). */
-  def fieldName(column: String): Option[String] = {
-    val names = schema.getFields.asScala.map(_.getName)
-    names.find(_ == column).orElse(names.find(_.equalsIgnoreCase(column)))
+  /**
+   * The file's top-level field name for `column` (exact match first, then case-insensitive); for a column
+   * given an alias ([[resolving]]), the field the alias names, or none.
+   */
+  def fieldName(column: String): Option[String] = aliases.get(column) match {
+    case Some(alias) => alias
+    case None =>
+      val names = schema.getFields.asScala.map(_.getName)
+      names.find(_ == column).orElse(names.find(_.equalsIgnoreCase(column)))
+  }
+
+  /**
+   * This footer with the indexed columns that are not found by name (Delta's physical names under column
+   * mapping, Iceberg's field ids) resolved to this file's field: by id strictly (a file without the field
+   * id has no such column, whatever its names), by the physical name exactly.
+   */
+  def resolving(columns: Seq[sparkbloom.index.IndexedColumn]): FooterInfo = {
+    val fields = schema.getFields.asScala
+    val more = columns.collect {
+      case c if c.fieldId.isDefined =>
+        c.name -> fields.find(f => f.getId != null && f.getId.intValue == c.fieldId.get).map(_.getName)
+      case c if c.fileName.isDefined => c.name -> fields.find(_.getName == c.fileName.get).map(_.getName)
+    }
+    if (more.isEmpty) this else copy(aliases = aliases ++ more)
   }
 
   /**

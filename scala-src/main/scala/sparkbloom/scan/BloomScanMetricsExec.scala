@@ -27,17 +27,7 @@ case class BloomScanMetricsExec(child: SparkPlan) extends UnaryExecNode {
   override def vectorTypes: Option[Seq[String]] = child.vectorTypes
   override def nodeName: String = "BloomIndexSkipping"
 
-  private def index: Option[BloomSkippingFileIndex] = child match {
-    case s: FileSourceScanExec => s.relation.location match {
-      case b: BloomSkippingFileIndex => Some(b)
-      case _ => None
-    }
-    case b: BatchScanExec => b.scan match {
-      case v: BloomParquetScanV2 => v.index
-      case _ => None
-    }
-    case _ => None
-  }
+  private def index: Option[IndexPruner] = BloomScanMetricsExec.pruner(child)
 
   override def simpleString(maxFields: Int): String =
     s"$nodeName ${index.map(i => s"[${i.indexNames}] [${i.predicateSql}]").getOrElse("")}" +
@@ -72,6 +62,25 @@ case class BloomScanMetricsExec(child: SparkPlan) extends UnaryExecNode {
 }
 
 object BloomScanMetricsExec {
+  /**
+   * The bloom-index decision of a scan: a V1 file index (Parquet, Delta), the V2 Parquet scan, or a V2 table
+   * whose planning is pruned (Iceberg).
+   */
+  def pruner(p: SparkPlan): Option[IndexPruner] = p match {
+    case s: FileSourceScanExec => s.relation.location match {
+      case b: PrunedSource => Some(b.pruner)
+      case _ => None
+    }
+    case b: BatchScanExec => b.scan match {
+      case v: BloomParquetScanV2 => v.index.map(_.pruner)
+      case _ => b.table match {
+        case t: PrunedSource => Some(t.pruner)
+        case _ => None
+      }
+    }
+    case _ => None
+  }
+
   /** The native-filter counters of a scan that checks native bloom filters at read time. */
   def nativeMetrics(p: SparkPlan): Option[NativeMetrics] = nativeSpec(p).flatMap(n => Option(n.metrics))
 
@@ -102,8 +111,9 @@ class BloomScanMetricsRule(session: SparkSession) extends ColumnarRule {
 
   private def wrap(p: SparkPlan): SparkPlan = p match {
     case m: BloomScanMetricsExec => m
-    case s: FileSourceScanExec if s.relation.location.isInstanceOf[BloomSkippingFileIndex] ||
+    case s: FileSourceScanExec if s.relation.location.isInstanceOf[PrunedSource] ||
       BloomScanMetricsExec.nativeMetrics(s).isDefined => BloomScanMetricsExec(s)
+    case b: BatchScanExec if b.table.isInstanceOf[PrunedSource] => BloomScanMetricsExec(b) // Iceberg
     case b: BatchScanExec if b.scan.getClass == classOf[ParquetScan] && sparkbloom.BloomConf.enabled(session) =>
       // Spark's V2 Parquet scan: bloom indexes and the files' own bloom filters (at read time).
       try BloomParquetScanV2.wrap(session, b.scan.asInstanceOf[ParquetScan], sparkbloom.BloomConf.nativeFilters(session))

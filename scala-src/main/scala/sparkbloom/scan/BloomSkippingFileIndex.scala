@@ -15,13 +15,19 @@ import sparkbloom.index.sliced.{Probers, SlicedProbe}
 import sparkbloom.optimizer.BloomPredicate
 
 /**
+ * A source whose files a bloom index prunes at planning time: Spark's file index for V1 Parquet
+ * ([[BloomSkippingFileIndex]]), and the Delta and Iceberg wrappers of `sparkbloom.lakehouse`. The metrics
+ * node, EXPLAIN and `sparkbloom.skipping(df)` find the decision through it.
+ */
+trait PrunedSource {
+  def pruner: IndexPruner
+}
+
+/**
  * Wraps the relation's real [[FileIndex]]: lists what it lists, then drops files whose every row group
  * cannot match according to the bloom indexes, and records which row groups of the kept files may match
  * (in [[RowGroupSelection]], read by [[BloomParquetFileFormat]]). A file not in an index, or whose size or
  * modification time differ from the indexed ones, is kept whole. Everything else is forwarded.
- *
- * Each index answers for all its row groups at once ([[SlicedProbe]]: one run per segment and value), then
- * each listed file is looked up by path.
  */
 class BloomSkippingFileIndex(
     val session: SparkSession,
@@ -29,10 +35,11 @@ class BloomSkippingFileIndex(
     val indexes: Seq[(IndexVersion, BloomPredicate)],
     val selection: RowGroupSelection,
     val tableName: String,
-    val int96Probes: Boolean = true) extends sparkbloom.shims.FileIndexShims {
+    val int96Probes: Boolean = true) extends sparkbloom.shims.FileIndexShims with PrunedSource {
 
   private val log = LoggerFactory.getLogger(getClass)
-  @volatile var lastSkipping: Option[ScanSkipping] = None
+  val pruner = new IndexPruner(session, indexes, selection, tableName, int96Probes)
+  def lastSkipping: Option[ScanSkipping] = pruner.lastSkipping
 
   override def rootPaths: Seq[Path] = delegate.rootPaths
   override def inputFiles: Array[String] = delegate.inputFiles
@@ -41,8 +48,8 @@ class BloomSkippingFileIndex(
   override def partitionSchema: StructType = delegate.partitionSchema
   override def metadataOpsTimeNs: Option[Long] = delegate.metadataOpsTimeNs
 
-  def predicateSql: String = indexes.map(_._2.sql).distinct.mkString(" AND ")
-  def indexNames: String = indexes.map(_._1.meta.name).distinct.mkString(", ")
+  def predicateSql: String = pruner.predicateSql
+  def indexNames: String = pruner.indexNames
 
   override def listFiles(partitionFilters: Seq[Expression], dataFilters: Seq[Expression]): Seq[PartitionDirectory] = {
     val listed = delegate.listFiles(partitionFilters, dataFilters)
@@ -54,6 +61,61 @@ class BloomSkippingFileIndex(
   }
 
   private def prune(listed: Seq[PartitionDirectory]): Seq[PartitionDirectory] = {
+    val dirs = listed.toArray
+    val dirFiles = dirs.map(_.files.toArray)
+    val statuses = {
+      val a = new Array[org.apache.hadoop.fs.FileStatus](dirFiles.iterator.map(_.length).sum)
+      var n = 0
+      for (files <- dirFiles) { var j = 0; while (j < files.length) { a(n) = files(j).fileStatus; n += 1; j += 1 } }
+      a
+    }
+    val keptPos = pruner.keep(statuses)
+    val b = Seq.newBuilder[PartitionDirectory]
+    var offset = 0
+    for (d <- dirs.indices) {
+      val files = dirFiles(d)
+      val kept = Seq.newBuilder[org.apache.spark.sql.execution.datasources.FileStatusWithMetadata]
+      var p = keptPos.nextSetBit(offset)
+      while (p >= 0 && p < offset + files.length) { kept += files(p - offset); p = keptPos.nextSetBit(p + 1) }
+      val k = kept.result()
+      if (k.nonEmpty) b += PartitionDirectory(dirs(d).values, k)
+      offset += files.length
+    }
+    b.result()
+  }
+
+  override def toString: String = s"BloomSkippingFileIndex(indexes=[$indexNames], predicate=[$predicateSql], delegate=$delegate)"
+  override def equals(o: Any): Boolean = o match {
+    case b: BloomSkippingFileIndex => (b eq this) || (b.delegate == delegate && b.predicateSql == predicateSql && b.indexNames == indexNames)
+    case _ => false
+  }
+  override def hashCode(): Int = delegate.hashCode() * 31 + predicateSql.hashCode
+}
+
+/**
+ * The planning-time decision of bloom indexes over a listing of files, whatever lists them (Spark's file
+ * index, a Delta snapshot, an Iceberg scan): which files may match, and which row groups of the kept files
+ * (recorded in [[RowGroupSelection]]). A file not in an index, or whose size or modification time differ from
+ * the indexed ones, is kept whole.
+ *
+ * Each index answers for all its row groups at once ([[SlicedProbe]]: one run per segment and value), then
+ * each listed file is looked up by path.
+ */
+final class IndexPruner(
+    val session: SparkSession,
+    val indexes: Seq[(IndexVersion, BloomPredicate)],
+    val selection: RowGroupSelection,
+    val tableName: String,
+    val int96Probes: Boolean = true) {
+
+  private val log = LoggerFactory.getLogger(getClass)
+  @volatile var lastSkipping: Option[ScanSkipping] = None
+
+  def predicateSql: String = indexes.map(_._2.sql).distinct.mkString(" AND ")
+  def indexNames: String = indexes.map(_._1.meta.name).distinct.mkString(", ")
+
+  /** The positions in `statuses` of the files to read; records the decision (metrics, report, selection). */
+  def keep(statuses: Array[org.apache.hadoop.fs.FileStatus]): java.util.BitSet = {
     val t0 = System.nanoTime()
     val counters = new Probers.Counters
     val answers = indexes.map { case (v, p) =>
@@ -64,14 +126,6 @@ class BloomSkippingFileIndex(
     val vs = answers.map(_._1).toArray
     val layouts = vs.map(_.layout)
     val bitsOf = answers.map(_._2).toArray
-    val dirs = listed.toArray
-    val dirFiles = dirs.map(_.files.toArray)
-    val statuses = {
-      val a = new Array[org.apache.hadoop.fs.FileStatus](dirFiles.iterator.map(_.length).sum)
-      var n = 0
-      for (files <- dirFiles) { var j = 0; while (j < files.length) { a(n) = files(j).fileStatus; n += 1; j += 1 } }
-      a
-    }
     val matched = vs.map(v => FileMatcher.matchListing(v, statuses))
     val keptPos = new java.util.BitSet(statuses.length)
     val uncoveredPos = Array.newBuilder[Int]
@@ -135,20 +189,6 @@ class BloomSkippingFileIndex(
       }
     }
     filesKept = keptPos.cardinality()
-    val out = {
-      val b = Seq.newBuilder[PartitionDirectory]
-      var offset = 0
-      for (d <- dirs.indices) {
-        val files = dirFiles(d)
-        val kept = Seq.newBuilder[org.apache.spark.sql.execution.datasources.FileStatusWithMetadata]
-        var p = keptPos.nextSetBit(offset)
-        while (p >= 0 && p < offset + files.length) { kept += files(p - offset); p = keptPos.nextSetBit(p + 1) }
-        val k = kept.result()
-        if (k.nonEmpty) b += PartitionDirectory(dirs(d).values, k)
-        offset += files.length
-      }
-      b.result()
-    }
     selection.add(ranges.result())
     selection.addNotCovered(uncoveredPos.result().map(p => statuses(p).getPath.toString))
     val s = ScanSkipping(indexes.map(i => s"${i._1.meta.name} on ${i._1.meta.table}").distinct.mkString(", "), tableName,
@@ -159,7 +199,7 @@ class BloomSkippingFileIndex(
     indexes.map(_._1.dir.toString).distinct.foreach(d => SkippingReport.recordUsage(d, s))
     log.info(s"sparkbloom: $tableName [$predicateSql]: files $filesKept of $filesTotal, row groups (indexed) $rgKept of $rgTotal, " +
       s"not covered $notCovered, index bytes read ${counters.bytesRead}")
-    out
+    keptPos
   }
 
   /** Another index's answer for the row group of ordinal `ordinal`, normally at the same position in the file. */
@@ -169,12 +209,6 @@ class BloomSkippingFileIndex(
     else (from until until).find(r => l.rgOrdinal(r) == ordinal).forall(bits.get)
   }
 
-  override def toString: String = s"BloomSkippingFileIndex(indexes=[$indexNames], predicate=[$predicateSql], delegate=$delegate)"
-  override def equals(o: Any): Boolean = o match {
-    case b: BloomSkippingFileIndex => (b eq this) || (b.delegate == delegate && b.predicateSql == predicateSql && b.indexNames == indexNames)
-    case _ => false
-  }
-  override def hashCode(): Int = delegate.hashCode() * 31 + predicateSql.hashCode
 }
 
 /**

@@ -29,12 +29,16 @@ object SkippingReport extends AdaptiveSparkPlanHelper {
    * planning work only, no data is read.
    */
   def forPlan(plan: SparkPlan): Seq[ScanSkipping] = collectWithSubqueries(plan) {
-    case s: FileSourceScanExec if s.relation.location.isInstanceOf[BloomSkippingFileIndex] =>
-      val index = s.relation.location.asInstanceOf[BloomSkippingFileIndex]
-      index.lastSkipping.orElse {
-        index.listFiles(s.partitionFilters, s.dataFilters)
-        index.lastSkipping
+    case s: FileSourceScanExec if s.relation.location.isInstanceOf[PrunedSource] =>
+      val pruner = s.relation.location.asInstanceOf[PrunedSource].pruner
+      pruner.lastSkipping.orElse {
+        s.relation.location.listFiles(s.partitionFilters, s.dataFilters)
+        pruner.lastSkipping
       }.map(withNative(s, _))
+    case b: org.apache.spark.sql.execution.datasources.v2.BatchScanExec if b.table.isInstanceOf[PrunedSource] =>
+      // Iceberg: the decision is taken when the scan plans its tasks.
+      val pruner = b.table.asInstanceOf[PrunedSource].pruner
+      pruner.lastSkipping.orElse { b.inputPartitions; pruner.lastSkipping }
     case s: FileSourceScanExec if BloomScanMetricsExec.nativeMetrics(s).isDefined =>
       // No index: the files' own filters only. Files: those the scan read (0 before it ran).
       val files = s.metrics.get("numFiles").map(_.value).getOrElse(0L)

@@ -1,0 +1,85 @@
+package sparkbloom.lakehouse
+
+import scala.util.control.NonFatal
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan}
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.connector.catalog.Table
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
+
+import sparkbloom.BloomConf
+import sparkbloom.index.{ResolvedTable, TableRef}
+import sparkbloom.optimizer.{BloomSkippingRule, FsRelation}
+
+/**
+ * Delta Lake and Apache Iceberg tables: resolving them for indexing, and pruning their scans.
+ *
+ * sparkbloom is compiled against delta-spark and iceberg-spark-runtime but ships neither: a session without
+ * them never loads [[DeltaSupport]] or [[IcebergSupport]] (every entry point first checks, by class name,
+ * that the plan or the classpath holds the format), so plain Parquet users need neither jar.
+ */
+object Lakehouse {
+  private val log = org.slf4j.LoggerFactory.getLogger(getClass)
+
+  private def present(cls: String): Boolean =
+    try { Class.forName(cls, false, Option(Thread.currentThread.getContextClassLoader).getOrElse(getClass.getClassLoader)); true }
+    catch { case _: ClassNotFoundException | _: LinkageError => false }
+  lazy val deltaPresent: Boolean = present("org.apache.spark.sql.delta.DeltaLog")
+  lazy val icebergPresent: Boolean = present("org.apache.iceberg.spark.source.SparkTable")
+
+  /** A Delta or Iceberg table for indexing; None for anything else (plain Parquet is resolved by the caller). */
+  def resolve(spark: SparkSession, ref: TableRef, refresh: Boolean): Option[ResolvedTable] =
+    (if (deltaPresent) DeltaSupport.resolve(spark, ref) else None)
+      .orElse(if (icebergPresent) IcebergSupport.resolve(spark, ref, refresh) else None)
+
+  /** The table a DataFrame's Delta relation or Iceberg relation reads (for `df.bloomFilterIndex`). */
+  def tableRef(plan: LogicalPlan): Option[TableRef] = plan match {
+    case FsRelation(_, rel, _, _, _) if deltaPresent && DeltaSupport.isDeltaIndex(rel.location) => DeltaSupport.tableRef(plan)
+    case r: DataSourceV2Relation if isIcebergTable(r.table) => IcebergSupport.tableRef(r)
+    case _ => None
+  }
+
+  /** Exactly Iceberg's Spark table (not a table sparkbloom already wrapped, nor a metadata table's class). */
+  def isIcebergTable(t: Table): Boolean = t.getClass.getName == "org.apache.iceberg.spark.source.SparkTable"
+
+  /** The relation to read instead of `r` so that its scan drops files the indexes rule out (see [[IcebergSupport]]). */
+  def rewriteIceberg(session: SparkSession, root: LogicalPlan, cond: Expression,
+                     r: DataSourceV2Relation): Option[DataSourceV2Relation] =
+    if (!icebergPresent || rewritesRows(root)) None
+    else try IcebergSupport.rewrite(session, cond, r) catch {
+      case NonFatal(e) => log.warn(s"sparkbloom: Iceberg scan of ${r.table.name()} left as it was after an error: $e"); None
+    }
+
+  /**
+   * MERGE / UPDATE / DELETE and their rewritten forms: their reads decide which rows and files get rewritten,
+   * so they are never touched, whatever they read.
+   */
+  private val RowLevelNodes = Set("MergeIntoTable", "UpdateTable", "DeleteFromTable", "ReplaceData", "WriteDelta",
+    "MergeRows", "UpdateRows", "RowLevelWrite")
+  def rewritesRows(plan: LogicalPlan): Boolean =
+    plan.exists(p => RowLevelNodes.contains(p.getClass.getSimpleName) ||
+      p.isInstanceOf[org.apache.spark.sql.catalyst.plans.logical.RowLevelWrite])
+}
+
+/**
+ * Delta scans, pruned after Delta's own data skipping: Delta's `PrepareDeltaScan` (a pre-CBO rule) swaps the
+ * table's log file index for a `PreparedDeltaFileIndex` holding the files its min/max statistics keep, and this
+ * rule, injected after it, wraps that index in a [[BloomDeltaFileIndex]]. Pre-CBO rules run in the order the
+ * extensions were listed, so `spark.sql.extensions` must list Delta's extension first; listed the other way
+ * round this rule finds no prepared index and does nothing (no pruning, never a wrong answer).
+ */
+class LakehousePreCboRule(session: SparkSession) extends Rule[LogicalPlan] {
+  override def apply(plan: LogicalPlan): LogicalPlan =
+    if (!Lakehouse.deltaPresent || !BloomConf.enabled(session)) plan
+    else try plan.transformDown {
+      case f @ Filter(cond, FsRelation(l, rel, _, _, false)) if DeltaSupport.isPreparedIndex(rel.location) =>
+        DeltaSupport.rewrite(session, BloomSkippingRule.pushable(cond), l, rel)
+          .map(n => f.copy(child = n)).getOrElse(f)
+    } catch {
+      case NonFatal(e) =>
+        logWarning(s"sparkbloom: Delta skipping disabled for this query after an error: $e")
+        plan
+    }
+}

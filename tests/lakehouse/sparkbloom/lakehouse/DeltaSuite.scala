@@ -1,0 +1,140 @@
+package sparkbloom.lakehouse
+
+import org.apache.spark.sql.functions._
+import org.scalatest.funsuite.AnyFunSuite
+
+import sparkbloom.api.DataFrameTable
+import sparkbloom.index.{BloomIndexes, TableRef}
+
+/**
+ * Bloom indexes on real Delta Lake tables (delta-spark from Maven Central, DeltaCatalog as the session
+ * catalog): a 200-file table with column mapping and deletion vectors, looked up after each step of its
+ * life, every answer compared with the same query with sparkbloom off.
+ */
+class DeltaSuite extends AnyFunSuite with LakehouseSpark {
+  override protected def formatExtension: String = "io.delta.sql.DeltaSparkSessionExtension"
+  override protected def formatConf(warehouse: String): Map[String, String] =
+    Map("spark.sql.catalog.spark_catalog" -> "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+
+  /** 200 files of 100 rows; keys `u-<n>` spread so that every file's min/max spans the key range. */
+  private lazy val table: String = {
+    sql("""CREATE TABLE dl (id BIGINT, k STRING, v BIGINT) USING delta TBLPROPERTIES (
+          |'delta.columnMapping.mode' = 'name', 'delta.enableDeletionVectors' = 'true')""".stripMargin)
+    spark.range(0, 20000, 1, 200).selectExpr("id", "concat('u-', cast((id * 7919) % 20000 as string)) as k", "id % 7 as v")
+      .write.format("delta").mode("append").saveAsTable("dl")
+    sql("CREATE BLOOM INDEX dix ON dl (k)")
+    "dl"
+  }
+
+  private def lookup(where: String, from: String = table): Outcome = {
+    val o = compare(sql(s"SELECT id, k, v FROM $from WHERE $where"))
+    assert(o.on == o.off, s"$where: rows differ with the index")
+    o
+  }
+
+  test("a point lookup on a 200-file Delta table reads only the file holding the key; metrics, EXPLAIN, skipping") {
+    val d = BloomIndexes.describe(spark, TableRef.Catalog(table), "dix")
+    assert(d.filesCovered == 200 && d.filesNotCovered == 0 && d.table == "dl", d)
+    val o = lookup("k = 'u-1234'")
+    assert(o.on.size == 1)
+    assert(o.skipping.size == 1 && o.skipping.head.filesTotal == 200, o.skipping)
+    assert(o.kept <= 3 && o.skipped >= 197, o.skipping) // the key's file + false positives within the budget
+    assert(o.metrics("filesSkipped") == o.skipped, o.metrics)
+    val explained = o.plan.toString
+    assert(explained.contains("BloomIndexSkipping [dix]") && explained.contains("BloomDeltaFileIndex"), explained)
+    // Delta's own min/max skipping cannot drop these files: every file spans the keys.
+    val deltaOnly = withIndexEnabled(on = false) {
+      val df = sql("SELECT * FROM dl WHERE k = 'u-1234'"); df.collect()
+      collect(df.queryExecution.executedPlan) { case s: org.apache.spark.sql.execution.FileSourceScanExec => s.metrics("numFiles").value }.sum
+    }
+    assert(deltaOnly >= 190, s"Delta alone read $deltaOnly files")
+    val in = lookup("k IN ('u-1', 'u-2', 'u-3') OR k <=> 'absent'")
+    assert(in.on.size == 3 && in.kept <= 6, in.skipping)
+    assert(lookup("k = 'absent'").kept <= 2)
+    // the DataFrame API names the same table
+    val target = DataFrameTable.target(spark.table("dl").where("v > 0").select("k"), Seq("k"))
+    assert(target.table == TableRef.Catalog("spark_catalog.default.dl") && target.columns == Seq("k"), target)
+    assert(BloomIndexes.describe(spark, target.table, "dix").filesCovered == 200)
+  }
+
+  test("deleted rows never come back: DELETE writes deletion vectors into indexed files") {
+    table
+    val before = lookup("k = 'u-4321'")
+    assert(before.on.size == 1)
+    sql("DELETE FROM dl WHERE k = 'u-4321' OR k = 'u-4322'")
+    val dvs = sql("DESCRIBE HISTORY dl").where("operation = 'DELETE'").select("operationMetrics").collect()
+    assert(dvs.nonEmpty && dvs.head.getMap[String, String](0).get("numDeletionVectorsAdded").exists(_.toInt > 0),
+      s"DELETE wrote no deletion vector: ${dvs.toSeq}")
+    val after = lookup("k = 'u-4321'")
+    assert(after.on.isEmpty && after.kept >= 1, after.skipping) // the file is still read; its vector hides the row
+    assert(lookup("k IN ('u-4321', 'u-4322', 'u-4323')").on.size == 1)
+  }
+
+  test("append, REFRESH INCREMENTAL, rename of the indexed column, time travel, compaction, overwrite") {
+    table
+    // append: new files are not covered and are read
+    spark.range(20000, 20500, 1, 5).selectExpr("id", "concat('n-', cast(id as string)) as k", "id % 7 as v")
+      .write.format("delta").mode("append").saveAsTable("dl")
+    val appended = lookup("k = 'n-20007'")
+    // (Delta's min/max statistics already drop the other new files: the keys were appended in order)
+    assert(appended.on.size == 1 && appended.skipping.head.filesNotCovered == 1, appended.skipping)
+    assert(BloomIndexes.describe(spark, TableRef.Catalog("dl"), "dix").filesNotCovered == 5)
+    sql("REFRESH BLOOM INDEX dix ON dl INCREMENTAL")
+    val d = BloomIndexes.describe(spark, TableRef.Catalog("dl"), "dix")
+    assert(d.filesNotCovered == 0 && d.filesCovered == 205, d)
+    val refreshed = lookup("k = 'n-20007'")
+    assert(refreshed.on.size == 1 && refreshed.kept <= 3, refreshed.skipping)
+
+    // rename: the files keep their physical column name, so the index still answers under the new name
+    sql("ALTER TABLE dl RENAME COLUMN k TO user_key")
+    val renamed = compare(sql("SELECT id, user_key, v FROM dl WHERE user_key = 'u-777'"))
+    assert(renamed.on == renamed.off && renamed.on.size == 1)
+    assert(renamed.kept <= 3 && renamed.skipped >= 190, renamed.skipping)
+    sql("REFRESH BLOOM INDEX dix ON dl INCREMENTAL") // still resolves the renamed column
+
+    // time travel to the first version: its schema still says k, and its rows (no deletes yet) are read
+    val v1 = sql("DESCRIBE HISTORY dl").where("operation = 'WRITE' OR operation = 'CREATE TABLE AS SELECT'")
+      .agg(min("version")).head().getLong(0)
+    val old = compare(sql(s"SELECT id, k, v FROM dl VERSION AS OF $v1 WHERE k = 'u-4321'"))
+    assert(old.on == old.off && old.on.size == 1, old)
+
+    // compaction rewrites every file: none is covered until a refresh, and nothing is lost meanwhile
+    sql("OPTIMIZE dl")
+    val compacted = compare(sql("SELECT id, user_key, v FROM dl WHERE user_key = 'u-999'"))
+    assert(compacted.on == compacted.off && compacted.on.size == 1)
+    assert(compacted.skipping.forall(s => s.filesNotCovered == s.filesTotal), compacted.skipping)
+    sql("REFRESH BLOOM INDEX dix ON dl")
+    val afterRefresh = compare(sql("SELECT id, user_key, v FROM dl WHERE user_key = 'u-999'"))
+    assert(afterRefresh.on == afterRefresh.off && afterRefresh.skipping.head.filesNotCovered == 0, afterRefresh.skipping)
+
+    // overwrite: new files only; the old ones the index covers are gone from the snapshot
+    spark.range(0, 300, 1, 3).selectExpr("id", "concat('o-', cast(id as string)) as user_key", "id % 7 as v")
+      .write.format("delta").mode("overwrite").saveAsTable("dl")
+    val over = compare(sql("SELECT id, user_key, v FROM dl WHERE user_key = 'o-42' OR user_key = 'u-999'"))
+    assert(over.on == over.off && over.on.size == 1, over)
+  }
+
+  test("a Delta path table, harvested native filters, and a lookup through spark.read.format(\"delta\")") {
+    val path = warehouse + "/harvest"
+    withConf("parquet.bloom.filter.enabled#k" -> "true", "parquet.enable.dictionary" -> "false") {
+      spark.range(0, 6000, 1, 30).selectExpr("id", "concat('h-', cast(id * 31 % 6000 as string)) as k")
+        .write.format("delta").save(path)
+    }
+    val df = spark.read.format("delta").load(path)
+    val target = DataFrameTable.target(df, Seq("k"))
+    assert(target.table.display.startsWith("delta.`"), target)
+    BloomIndexes.create(spark, target.table, "hx", Seq(sparkbloom.index.ColumnSpec("k")), Map.empty, ifNotExists = false)
+    val d = BloomIndexes.describe(spark, target.table, "hx")
+    assert(d.filtersHarvested == d.rowGroupsCovered && d.filtersHarvested >= 30 && d.filtersScanned == 0, d)
+    val o = compare(spark.read.format("delta").load(path).where(col("k") === "h-31"))
+    assert(o.on == o.off && o.on.size == 1 && o.kept <= 2 && o.skipping.head.filesTotal == 30, o.skipping)
+    // the same table named as a path in SQL
+    val viaSql = compare(sql(s"SELECT * FROM delta.`$path` WHERE k = 'h-62'"))
+    assert(viaSql.on == viaSql.off && viaSql.on.size == 1 && viaSql.kept <= 2, viaSql.skipping)
+  }
+
+  private def withConf[T](pairs: (String, String)*)(f: => T): T = {
+    pairs.foreach { case (k, v) => spark.conf.set(k, v) }
+    try f finally pairs.foreach { case (k, _) => spark.conf.unset(k) }
+  }
+}

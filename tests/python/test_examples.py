@@ -81,3 +81,40 @@ def test_the_scala_example_runs_in_spark_shell(tmp_path: Path) -> None:
     assert "error:" not in out and "Exception" not in out, out[-4000:]
     assert re.search(r"quickstart_user on .*: 20 files", out), out[-4000:]
     assert re.search(r"read \d+ of 20 files", out), out[-4000:]
+
+
+def lakehouse_jars() -> List[Path]:
+    """delta-spark, delta-storage and iceberg-spark-runtime for the running line, from the build's Maven cache
+    (sbt downloads them with the test dependencies; nothing is fetched here)."""
+    props = dict(
+        line.split("=", 1) for line in (ROOT / "project" / "versions.properties").read_text().splitlines()
+        if "=" in line and not line.lstrip().startswith("#"))
+    props = {k.strip(): v.split() for k, v in props.items()}
+    line = os.environ.get("SPARKBLOOM_LINE", props["defaultLine"][0])
+    if f"lakehouse.{line}" not in props:
+        pytest.skip(f"no Delta/Iceberg artifacts for Spark line {line} (project/versions.properties)")
+    delta, iceberg = props[f"lakehouse.{line}"]
+    spark_minor = ".".join(props[f"line.{line}"][0].split(".")[:2])
+    maven = ROOT / ".tools" / "coursier" / "cache" / "https" / "repo1.maven.org" / "maven2"
+    jars = [maven / f"io/delta/delta-spark_2.13/{delta}/delta-spark_2.13-{delta}.jar",
+            maven / f"io/delta/delta-storage/{delta}/delta-storage-{delta}.jar",
+            maven / f"org/apache/iceberg/iceberg-spark-runtime-{spark_minor}_2.13/{iceberg}/"
+                    f"iceberg-spark-runtime-{spark_minor}_2.13-{iceberg}.jar"]
+    missing = [str(j) for j in jars if not j.is_file()]
+    assert not missing, f"run dev/sbt update (or dev/test) first to fetch: {missing}"
+    return jars
+
+
+def test_the_lakehouse_example_prunes_delta_and_iceberg_tables(tmp_path: Path) -> None:
+    import json
+    jars = ",".join(str(j) for j in lakehouse_jars())
+    out = run_python(sys.executable, [str(EXAMPLES / "lakehouse.py"), "--jars", jars, "--json"], cwd=tmp_path,
+                     env=clean_env())
+    results = json.loads(out.strip().splitlines()[-1])
+    # configure() put sparkbloom after both formats' extensions
+    assert results["extensions"].split(",")[-1] == "sparkbloom.SparkBloomExtensions"
+    for fmt in ("delta", "iceberg"):
+        r = results[fmt]
+        assert r["same_rows"] and r["rows"] == 1, (fmt, r)
+        assert r["files"] == 200 and r["files_read"] <= 3, (fmt, r)
+        assert r["index"].startswith("by_user on "), (fmt, r)

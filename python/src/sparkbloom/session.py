@@ -110,17 +110,22 @@ def spark_conf(existing: Dict[str, str] | None = None) -> Dict[str, str]:
     """The Spark settings :func:`configure` applies, merged into `existing` settings.
 
     Lists are appended to (``spark.jars``, ``spark.sql.extensions``) and JVM flags added to the
-    user's, never replacing them:
+    user's, never replacing them. sparkbloom's extension goes last, after Delta Lake's and Iceberg's:
+    Spark runs extensions' rules in the order they are listed, and sparkbloom prunes Delta scans after
+    Delta's own data skipping has prepared them (listed first, it would leave Delta tables unpruned):
 
     >>> conf = spark_conf({"spark.sql.extensions": "my.Ext"})
     >>> conf["spark.sql.extensions"]
     'my.Ext,sparkbloom.SparkBloomExtensions'
+    >>> spark_conf({"spark.sql.extensions": "sparkbloom.SparkBloomExtensions,io.delta.sql.DeltaSparkSessionExtension"})[
+    ...     "spark.sql.extensions"]
+    'io.delta.sql.DeltaSparkSessionExtension,sparkbloom.SparkBloomExtensions'
     """
     existing = existing or {}
     flags = java_options()
     return {
         _jvm.CONF_JARS: _merge_list(existing.get(_jvm.CONF_JARS), jar_paths()),
-        _jvm.CONF_EXTENSIONS: _merge_list(existing.get(_jvm.CONF_EXTENSIONS), [_jvm.EXTENSIONS]),
+        _jvm.CONF_EXTENSIONS: _last(existing.get(_jvm.CONF_EXTENSIONS), _jvm.EXTENSIONS),
         _jvm.CONF_DRIVER_JAVA_OPTIONS: _merge_flags(existing.get(_jvm.CONF_DRIVER_JAVA_OPTIONS), flags),
         _jvm.CONF_EXECUTOR_JAVA_OPTIONS: _merge_flags(existing.get(_jvm.CONF_EXECUTOR_JAVA_OPTIONS), flags),
     }
@@ -150,6 +155,11 @@ def configure(builder: SparkSession.Builder) -> SparkSession.Builder:
     for key, value in spark_conf(existing).items():
         builder = builder.config(key, value)
     return builder
+
+
+def _last(existing: str | None, item: str) -> str:
+    items = [s.strip() for s in (existing or "").split(",") if s.strip() and s.strip() != item]
+    return ",".join(items + [item])
 
 
 def _merge_list(existing: str | None, additions: List[str]) -> str:

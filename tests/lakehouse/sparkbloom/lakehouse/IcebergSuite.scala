@@ -89,15 +89,25 @@ class IcebergSuite extends AnyFunSuite with LakehouseSpark {
     val refreshed = lookup("k = 'n-20007'")
     assert(refreshed.on.size == 1 && refreshed.skipping.head.filesNotCovered == 0 && refreshed.kept <= 3, refreshed.skipping)
 
+    // time travel to the first snapshot: the deleted row is there again
+    val old = lookup("k = 'u-4321'", from = s"$table VERSION AS OF $firstSnapshot")
+    assert(old.on.size == 1 && old.kept <= 3, old.skipping)
+
     // rename: the field id stays, so the index answers under the new name
     sql(s"ALTER TABLE $table RENAME COLUMN k TO user_key")
     val renamed = lookup("user_key = 'u-777'", cols = "id, user_key, v")
     assert(renamed.on.size == 1 && renamed.kept <= 3 && renamed.skipped >= 190, renamed.skipping)
     sql(s"REFRESH BLOOM INDEX iix ON $table INCREMENTAL")
 
-    // time travel to the first snapshot: the deleted row is there again, under the old name
-    val old = lookup("k = 'u-4321'", from = s"$table VERSION AS OF $firstSnapshot")
-    assert(old.on.size == 1 && old.kept <= 3, old.skipping)
+    // time travel to before the rename, with the old name: Iceberg 1.10 itself binds the pushed filter to the
+    // current schema there and fails; with the index the query must fail (or answer) exactly as without it
+    val before = s"SELECT id, k, v FROM $table VERSION AS OF $firstSnapshot WHERE k = 'u-4321'"
+    scala.util.Try(withIndexEnabled(on = false)(sql(before).collect().toSeq)) match {
+      case scala.util.Success(rows) => assert(sortRows(withIndexEnabled(on = true)(sql(before).collect().toSeq)) == sortRows(rows))
+      case scala.util.Failure(e) =>
+        info(s"Iceberg alone fails a time travel filtering on a since-renamed column: ${e.getMessage.take(120)}")
+        assert(scala.util.Try(withIndexEnabled(on = true)(sql(before).collect())).isFailure)
+    }
 
     // compaction: every file rewritten, none covered until a refresh, nothing lost meanwhile
     sql(s"CALL ice.system.rewrite_data_files(table => 'db.t', options => map('rewrite-all', 'true'))")

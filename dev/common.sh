@@ -102,3 +102,15 @@ build_wheel() {
   rm -rf "$ROOT/python/dist" "$ROOT/python/build"
   "$PY" -m pip wheel -q --no-deps --no-build-isolation -w "$ROOT/python/dist" "$ROOT/python"
 }
+
+# The delta-spark, delta-storage and iceberg-spark-runtime jars of the default line, comma-separated, from
+# sbt's Maven cache (the build resolves them as compile-time dependencies); empty when the line has none.
+lakehouse_jars() {
+  local row delta iceberg minor m
+  row=$(sed -n "s/^lakehouse\.$DEFAULT_LINE *= *//p" "$ROOT/project/versions.properties")
+  [ -n "$row" ] || return 0
+  read -r delta iceberg <<<"$row"
+  minor=$(sed -n "s/^line\.$DEFAULT_LINE *= *//p" "$ROOT/project/versions.properties" | awk '{print $1}' | cut -d. -f1,2)
+  m="$ROOT/.tools/coursier/cache/https/repo1.maven.org/maven2"
+  echo "$m/io/delta/delta-spark_2.13/$delta/delta-spark_2.13-$delta.jar,$m/io/delta/delta-storage/$delta/delta-storage-$delta.jar,$m/org/apache/iceberg/iceberg-spark-runtime-${minor}_2.13/$iceberg/iceberg-spark-runtime-${minor}_2.13-$iceberg.jar"
+}

@@ -32,6 +32,7 @@ def session(jars: str | None, warehouse: str) -> SparkSession:
         # Any order: sparkbloom.configure() puts sparkbloom's extension after Delta's and Iceberg's.
         .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension,"
                 "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
         .config("spark.sql.catalog.ice", "org.apache.iceberg.spark.SparkCatalog")
         .config("spark.sql.catalog.ice.type", "hadoop")
         .config("spark.sql.catalog.ice.warehouse", f"{warehouse}/iceberg")

@@ -14,7 +14,7 @@ import org.apache.spark.sql.execution.datasources.{FileIndex, HadoopFsRelation, 
 import org.apache.spark.sql.types.StructType
 
 import sparkbloom.BloomConf
-import sparkbloom.index.{DataFile, ResolvedTable, TableRef}
+import sparkbloom.index.{DataFile, ResolvedTable, TableListing, TableRef}
 import sparkbloom.optimizer.{BloomSkippingRule, FsRelation}
 import sparkbloom.scan.{IndexPruner, NativeFilters, PrunedSource, RowGroupSelection}
 
@@ -72,10 +72,10 @@ object DeltaSupport {
       ResolvedTable(shownRef, index.deltaLog.dataPath, metadata.schema, metadata.partitionColumns,
         () => {
           val current = index.deltaLog.update()
-          current.allFiles.collect().toSeq.map(a => DataFile(index.absolutePath(a.path).toString, a.size, a.modificationTime))
+          TableListing(current.allFiles.collect().toSeq.map(a => DataFile(index.absolutePath(a.path).toString, a.size, a.modificationTime)),
+            Some(s"Delta version ${current.version}"))
         },
-        fileColumn = f => (Some(DeltaColumnMapping.getPhysicalName(f)), None),
-        snapshot = Some(s"Delta version ${snapshot.version}"), format = "delta")
+        fileColumn = f => (Some(DeltaColumnMapping.getPhysicalName(f)), None), format = "delta")
     }
   }
 

@@ -14,7 +14,7 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{ExprId, Expression => SparkExpression}
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
 
-import sparkbloom.index.{DataFile, IndexedColumn, ResolvedTable, TableRef}
+import sparkbloom.index.{DataFile, IndexedColumn, ResolvedTable, TableListing, TableRef}
 import sparkbloom.optimizer.BloomSkippingRule
 import sparkbloom.scan.{IndexPruner, NativeFilters, PrunedSource, RowGroupSelection}
 
@@ -56,15 +56,16 @@ object IcebergSupport {
             Some(ResolvedTable(ref, root, sparkSchema, partitionSources,
               () => {
                 table.refresh()
-                val files = Option(table.currentSnapshot()).toSeq.flatMap { _ =>
-                  val tasks = table.newScan().planFiles()
-                  try tasks.asScala.map(t => DataFile(qualify(t.file().location(), conf), t.file().fileSizeInBytes(), 0L)).toSeq.distinct
-                  finally tasks.close()
+                Option(table.currentSnapshot()) match {
+                  case None => TableListing(Nil, Some("Iceberg: no snapshot yet"))
+                  case Some(snap) =>
+                    val tasks = table.newScan().useSnapshot(snap.snapshotId()).planFiles()
+                    val files = try tasks.asScala.map(t => DataFile(qualify(t.file().location(), conf), t.file().fileSizeInBytes(), 0L)).toSeq.distinct
+                    finally tasks.close()
+                    TableListing(files, Some(s"Iceberg snapshot ${snap.snapshotId()}"))
                 }
-                files
               },
-              fileColumn = f => (None, Option(table.schema().findField(f.name)).map(_.fieldId())),
-              snapshot = Option(table.currentSnapshot()).map(s => s"Iceberg snapshot ${s.snapshotId()}"), format = "iceberg"))
+              fileColumn = f => (None, Option(table.schema().findField(f.name)).map(_.fieldId())), format = "iceberg"))
           case _ => None
         }
       }

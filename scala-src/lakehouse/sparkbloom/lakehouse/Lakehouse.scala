@@ -71,9 +71,20 @@ object Lakehouse {
  * round this rule finds no prepared index and does nothing (no pruning, never a wrong answer).
  */
 class LakehousePreCboRule(session: SparkSession) extends Rule[LogicalPlan] {
+  /** Said once per session: with sparkbloom listed before Delta, Delta tables are read unpruned. */
+  private lazy val checkOrder: Unit = {
+    val listed = session.sparkContext.getConf.get("spark.sql.extensions", "").split(",").map(_.trim)
+    val mine = listed.indexWhere(_ == classOf[sparkbloom.SparkBloomExtensions].getName)
+    val delta = listed.indexWhere(_.endsWith("DeltaSparkSessionExtension"))
+    if (mine >= 0 && delta > mine)
+      logWarning("sparkbloom: spark.sql.extensions lists sparkbloom.SparkBloomExtensions before Delta's extension, so " +
+        "Delta tables are not pruned by bloom indexes; list io.delta.sql.DeltaSparkSessionExtension first " +
+        "(sparkbloom.configure() does)")
+  }
+
   override def apply(plan: LogicalPlan): LogicalPlan =
     if (!Lakehouse.deltaPresent || !BloomConf.enabled(session)) plan
-    else try plan.transformDown {
+    else try { checkOrder; plan }.transformDown {
       case f @ Filter(cond, FsRelation(l, rel, _, _, false)) if DeltaSupport.isPreparedIndex(rel.location) =>
         DeltaSupport.rewrite(session, BloomSkippingRule.pushable(cond), l, rel)
           .map(n => f.copy(child = n)).getOrElse(f)

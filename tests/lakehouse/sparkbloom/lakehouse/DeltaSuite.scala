@@ -14,7 +14,9 @@ import sparkbloom.index.{BloomIndexes, TableRef}
 class DeltaSuite extends AnyFunSuite with LakehouseSpark {
   override protected def formatExtension: String = "io.delta.sql.DeltaSparkSessionExtension"
   override protected def formatConf(warehouse: String): Map[String, String] =
-    Map("spark.sql.catalog.spark_catalog" -> "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+    Map("spark.sql.catalog.spark_catalog" -> "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+      // Delta rebuilds table state with this many partitions (50 by default): 2 cores need few
+      "spark.databricks.delta.snapshotPartitions" -> "2")
 
   /** 200 files of 100 rows; keys `u-<n>` spread so that every file's min/max spans the key range. */
   private lazy val table: String = {
@@ -35,6 +37,7 @@ class DeltaSuite extends AnyFunSuite with LakehouseSpark {
   test("a point lookup on a 200-file Delta table reads only the file holding the key; metrics, EXPLAIN, skipping") {
     val d = BloomIndexes.describe(spark, TableRef.Catalog(table), "dix")
     assert(d.filesCovered == 200 && d.filesNotCovered == 0 && d.table == "dl", d)
+    assert(d.snapshotCovered == Some("Delta version 1") && d.snapshotNow == d.snapshotCovered, d)
     val o = lookup("k = 'u-1234'")
     assert(o.on.size == 1)
     assert(o.skipping.size == 1 && o.skipping.head.filesTotal == 200, o.skipping)
@@ -78,10 +81,13 @@ class DeltaSuite extends AnyFunSuite with LakehouseSpark {
     val appended = lookup("k = 'n-20007'")
     // (Delta's min/max statistics already drop the other new files: the keys were appended in order)
     assert(appended.on.size == 1 && appended.skipping.head.filesNotCovered == 1, appended.skipping)
-    assert(BloomIndexes.describe(spark, TableRef.Catalog("dl"), "dix").filesNotCovered == 5)
+    val stale = BloomIndexes.describe(spark, TableRef.Catalog("dl"), "dix")
+    assert(stale.filesNotCovered == 5 && stale.snapshotCovered != stale.snapshotNow, stale)
     sql("REFRESH BLOOM INDEX dix ON dl INCREMENTAL")
     val d = BloomIndexes.describe(spark, TableRef.Catalog("dl"), "dix")
-    assert(d.filesNotCovered == 0 && d.filesCovered == 205, d)
+    assert(d.filesNotCovered == 0 && d.filesCovered == 205 && d.snapshotCovered == d.snapshotNow, d)
+    val shown = sql("DESCRIBE BLOOM INDEX dix ON dl").collect().map(r => r.getString(0) -> r.getString(1)).toMap
+    assert(shown.get("Table Version Covered") == d.snapshotCovered && d.snapshotCovered.exists(_.startsWith("Delta version ")), shown)
     val refreshed = lookup("k = 'n-20007'")
     assert(refreshed.on.size == 1 && refreshed.kept <= 3, refreshed.skipping)
 
@@ -133,8 +139,37 @@ class DeltaSuite extends AnyFunSuite with LakehouseSpark {
     assert(viaSql.on == viaSql.off && viaSql.on.size == 1 && viaSql.kept <= 2, viaSql.skipping)
   }
 
+  test("a partitioned Delta table whose partition values need escaping in file paths") {
+    val path = warehouse + "/parted"
+    spark.range(0, 3000, 1, 10).selectExpr("id", "concat('p-', cast(id * 13 % 3000 as string)) as k",
+        "concat('a b/', cast(id % 3 as string)) as part")
+      .write.format("delta").partitionBy("part").save(path)
+    val ref = TableRef.Catalog(s"delta.`$path`")
+    BloomIndexes.create(spark, ref, "px", Seq(sparkbloom.index.ColumnSpec("k")), Map.empty, ifNotExists = false)
+    val d = BloomIndexes.describe(spark, ref, "px")
+    assert(d.filesNotCovered == 0 && d.filesCovered == d.filesInTable && d.filesCovered >= 20, d)
+    val o = compare(spark.read.format("delta").load(path).where(col("k") === "p-13"))
+    assert(o.on == o.off && o.on.size == 1 && o.kept <= 2 && o.skipping.head.filesNotCovered == 0, o.skipping)
+    val both = compare(spark.read.format("delta").load(path).where(col("k") === "p-26" && col("part") === "a b/2"))
+    assert(both.on == both.off && both.on.size == 1, both)
+    val err = intercept[sparkbloom.index.BloomIndexException](
+      BloomIndexes.create(spark, ref, "bad", Seq(sparkbloom.index.ColumnSpec("part")), Map.empty, ifNotExists = false))
+    assert(err.getMessage.contains("partition column"), err.getMessage)
+  }
+
   private def withConf[T](pairs: (String, String)*)(f: => T): T = {
     pairs.foreach { case (k, v) => spark.conf.set(k, v) }
     try f finally pairs.foreach { case (k, _) => spark.conf.unset(k) }
+  }
+
+  test("differential fuzz: random predicates over every type on a Delta table with deletion vectors") {
+    val path = warehouse + "/fuzz"
+    val (n, pruned, bothFailed) = fuzz(df => {
+      df.write.format("delta").option("delta.enableDeletionVectors", "true").save(path)
+      sql(s"DELETE FROM delta.`$path` WHERE id % 10 = 3") // every file gets a deletion vector
+    }, () => spark.read.format("delta").load(path), TableRef.Catalog(s"delta.`$path`"), 20251124L)
+    info(s"$n random predicates, same rows with and without the index; $pruned pruned files; " +
+      s"$bothFailed failed both with and without the index")
+    assert(pruned > n / 10, s"only $pruned of $n queries pruned a file")
   }
 }

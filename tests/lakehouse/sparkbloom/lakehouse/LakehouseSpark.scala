@@ -54,6 +54,48 @@ trait LakehouseSpark extends BeforeAndAfterAll with AdaptiveSparkPlanHelper { se
     def kept: Long = skipping.map(_.filesKept).sum
   }
 
+  /**
+   * The differential fuzzer of `sparkbloom.reliability.DifferentialFuzzSuite` on a table of this format: the
+   * random rows of [[sparkbloom.reliability.RandomTables]] (every indexable type, specials, nulls) written by
+   * `write` in 24 files, indexed on every column, then random predicates compared with sparkbloom on and off.
+   * Size: `SPARKBLOOM_LAKEHOUSE_FUZZ_QUERIES` (default 60 per format in CI; docs/fuzzing.md has the long run).
+   */
+  def fuzz(write: DataFrame => Unit, read: () => DataFrame, ref: sparkbloom.index.TableRef, seed: Long): (Int, Int, Int) = {
+    import sparkbloom.reliability.RandomTables
+    val n = sys.env.get("SPARKBLOOM_LAKEHOUSE_FUZZ_QUERIES").map(_.toInt).getOrElse(60)
+    spark.conf.set("spark.sql.datetime.java8API.enabled", "true")
+    val rows = RandomTables.rows(new scala.util.Random(seed), 4800, 0L).toIndexedSeq
+    write(spark.createDataFrame(spark.sparkContext.parallelize(rows, 24), RandomTables.schema))
+    sparkbloom.index.BloomIndexes.create(spark, ref, "fz", RandomTables.indexed.map(f => sparkbloom.index.ColumnSpec(f.name)),
+      Map.empty, ifNotExists = false)
+    def render(df: DataFrame): Seq[String] = df.collect().toSeq.map(_.toSeq.map {
+      case b: Array[Byte] => b.map("%02x".format(_)).mkString("0x", "", "")
+      case other => String.valueOf(other)
+    }.mkString("|")).sorted
+    var pruned, bothFailed = 0
+    val failures = scala.collection.mutable.Buffer[String]()
+    for (q <- 0 until n) {
+      val rng = new scala.util.Random(seed * 1000003L + q)
+      val pred = RandomTables.predicate(rng, 3, () => rows(rng.nextInt(rows.size)))
+      val on = scala.util.Try(withIndexEnabled(on = true) {
+        val df = read().where(pred); (render(df), SkippingReport.forPlan(df.queryExecution.executedPlan))
+      })
+      val off = scala.util.Try(withIndexEnabled(on = false)(render(read().where(pred))))
+      (on, off) match {
+        case (scala.util.Success((rowsOn, skip)), scala.util.Success(rowsOff)) =>
+          if (skip.exists(s => s.filesKept < s.filesTotal)) pruned += 1
+          if (rowsOn != rowsOff) failures += s"REPRODUCER seed=$seed query=$q on $ref: $pred: ${rowsOn.size} rows with the index, ${rowsOff.size} without"
+        case (scala.util.Failure(_), scala.util.Failure(_)) =>
+          bothFailed += 1 // Spark or the format fails this query by itself (e.g. Spark 4.0's V2 push-down log of a binary IN with NULL)
+        case (scala.util.Failure(e), _) => failures += s"REPRODUCER seed=$seed query=$q on $ref: $pred fails only with the index: $e"
+        case (_, scala.util.Failure(e)) => failures += s"REPRODUCER seed=$seed query=$q on $ref: $pred fails only without the index: $e"
+      }
+    }
+    assert(bothFailed < n / 10, s"$bothFailed of $n queries fail even without the index")
+    assert(failures.isEmpty, failures.take(5).mkString("\n"))
+    (n, pruned, bothFailed)
+  }
+
   def compare(query: => DataFrame): Outcome = {
     val (on, skipping, metrics, plan) = withIndexEnabled(on = true) {
       val df = query

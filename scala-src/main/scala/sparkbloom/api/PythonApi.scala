@@ -127,6 +127,8 @@ object PythonApi {
     "files_in_table" -> d.filesInTable,
     "files_not_covered" -> d.filesNotCovered,
     "files_deleted" -> d.filesDeleted,
+    "table_version_covered" -> d.snapshotCovered.orNull,
+    "table_version_now" -> d.snapshotNow.orNull,
     "usage" -> Json.obj("lookups" -> d.usage.lookups, "files_skipped" -> d.usage.filesSkipped,
       "row_groups_skipped" -> d.usage.rowGroupsSkipped, "index_bytes_read" -> d.usage.indexBytesRead,
       "probe_time_ms" -> d.usage.probeTimeNs / 1e6),

@@ -33,7 +33,7 @@ object BloomIndexes {
       case None =>
     }
     val next = IndexStore.versions(fs, dir).headOption.getOrElse(0L) + 1
-    buildVersion(spark, t, dir, name, cols, opts, next, t.listFiles(), None)
+    buildVersion(spark, t, dir, name, cols, opts, next, t.listing(), None)
     describe(spark, table, name)
   }
 
@@ -68,7 +68,7 @@ object BloomIndexes {
     val current = IndexStore.load(fs, conf, dir, meta)
     if (current.problems.nonEmpty || current.memorySegments.nonEmpty) {
       // A damaged or format-1 version: rebuild what remains rather than carry damage or memory segments on.
-      buildVersion(spark, t, dir, name, remaining, meta.options, meta.version + 1, t.listFiles(), None)
+      buildVersion(spark, t, dir, name, remaining, meta.options, meta.version + 1, t.listing(), None)
     } else {
       val dropped = meta.columns.map(_.name).filterNot(remaining.map(_.name).contains).toSet
       commitLayout(spark, fs, dir, meta.copy(columns = remaining, version = meta.version + 1),
@@ -84,7 +84,7 @@ object BloomIndexes {
     val meta = IndexStore.latestMeta(fs, dir)._1.getOrElse(
       throw new BloomIndexException(s"Bloom index $name does not exist on ${t.display}"))
     val cols = meta.columns.map(c => stillThere(t, c).getOrElse(resolveColumns(t, Seq(c.spec), meta.options).head))
-    val files = t.listFiles()
+    val files = t.listing()
     val previous = if (full) None else {
       val loaded = IndexStore.load(fs, spark.sessionState.newHadoopConf(), dir, meta)
       // Damage, or a format-1 version (its filters are only in memory): rebuild everything.
@@ -118,7 +118,8 @@ object BloomIndexes {
     val meta = metaOpt.getOrElse(throw new BloomIndexException(s"Bloom index $name does not exist on ${t.display}"))
     val loaded = IndexStore.load(fs, conf, dir, meta)
     val l = loaded.layout
-    val files = t.listFiles()
+    val listing = t.listing()
+    val files = listing.files
     val current = files.map(_.path).toSet
     val covered = files.count(f => loaded.covers(f.path, f.size, f.mtime).isDefined)
     val rowGroupsOfCurrent = l.paths.indices.filter(i => current.contains(l.paths(i))).map(i => (l.firstRg(i + 1) - l.firstRg(i)).toLong).sum
@@ -128,14 +129,15 @@ object BloomIndexes {
       l.paths.count(p => !current.contains(p)),
       commitProblems ++ loaded.problems ++ (if (verify) IndexStore.verify(fs, loaded) else IndexCache.damageOf(dir)),
       meta.falseReadsPerKey, meta.columns.map(_.policy.describe), meta.maxBitsPerValue,
-      meta.columnStats.getOrElse(Nil), sparkbloom.scan.SkippingReport.usageOf(dir.toString))
+      meta.columnStats.getOrElse(Nil), sparkbloom.scan.SkippingReport.usageOf(dir.toString), meta.tableSnapshot, listing.snapshot)
   }
 
   private def newDataDir(version: Long): String = s"v$version-${java.util.UUID.randomUUID().toString.take(8)}"
 
   private def buildVersion(spark: SparkSession, t: ResolvedTable, dir: Path, name: String, cols: Seq[IndexedColumn],
-                           opts: TableOptions, version: Long, files: Seq[DataFile],
+                           opts: TableOptions, version: Long, listing: TableListing,
                            previous: Option[IndexVersion]): Unit = {
+    val files = listing.files
     val conf = spark.sessionState.newHadoopConf()
     val fs = dir.getFileSystem(conf)
     val dataDirName = newDataDir(version)
@@ -163,7 +165,8 @@ object BloomIndexes {
       if (stats.skipped.nonEmpty) log.warn(s"bloom index $name: files not indexed: ${stats.skipped.mkString("; ")}")
       val layout = LayoutAssembler.assemble(cols.map(_.name), carried, stats.entryMetas, stats.segments)
       val meta = IndexMeta(name, t.display, t.root.toString, cols, opts.fpp, opts.ndv, version, 0L, dataDirName,
-        0, 0, 0, 0, 0, 0, opts.falseReadsPerKey, if (opts.fppPerFile) Some(IndexedColumn.FileScope) else None)
+        0, 0, 0, 0, 0, 0, opts.falseReadsPerKey, if (opts.fppPerFile) Some(IndexedColumn.FileScope) else None,
+        tableSnapshot = listing.snapshot)
       commitLayout(spark, fs, dir, meta, layout, dataDirName)
       cleanOldVersions(fs, dir, keep = Set(dataDirName) ++ previous.toSeq.flatMap(p => p.meta.referencedDirs.getOrElse(Nil) :+ p.meta.dataDir))
     } catch {

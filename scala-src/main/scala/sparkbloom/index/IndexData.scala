@@ -63,7 +63,8 @@ final case class IndexMeta(
     maxBitsPerValue: Option[Double] = None,  // the ceiling the build applied
     columnStats: Option[Seq[ColumnStats]] = None,
     formatVersion: Option[Int] = None,       // 2: block-sliced (layout.bin + segments); absent: 1
-    referencedDirs: Option[Seq[String]] = None) { // data directories whose segments this version reads
+    referencedDirs: Option[Seq[String]] = None, // data directories whose segments this version reads
+    tableSnapshot: Option[String] = None) {      // the table version built from (Delta, Iceberg)
   def options: TableOptions = TableOptions(fpp, ndv, falseReadsPerKey, fppScope.contains(IndexedColumn.FileScope))
 }
 

@@ -36,7 +36,9 @@ final case class IndexDescription(
     policies: Seq[String] = Nil,        // per column, how its filters are sized (FppPolicy.describe)
     maxBitsPerValue: Option[Double] = None,
     columnStats: Seq[ColumnStats] = Nil, // per column, for the version as stored (empty for older versions)
-    usage: sparkbloom.scan.SkippingReport.Usage = sparkbloom.scan.SkippingReport.Usage(0, 0, 0, 0, 0) // lookups planned by this driver
+    usage: sparkbloom.scan.SkippingReport.Usage = sparkbloom.scan.SkippingReport.Usage(0, 0, 0, 0, 0), // lookups planned by this driver
+    snapshotCovered: Option[String] = None, // the table version the index was built from (Delta, Iceberg)
+    snapshotNow: Option[String] = None      // the table's current version
 )
 
 /** A user error about a bloom index: bad DDL, unknown index or column, unsupported type, bad option. */

@@ -16,22 +16,24 @@ import org.apache.spark.sql.types.{StructField, StructType}
  *
  * @param fileColumn where a column of `dataSchema` is in the data files when not by its name: Delta's
  *                   physical name, Iceberg's field id (see [[IndexedColumn]])
- * @param snapshot   the table version the listing is of ("Delta version 7", "Iceberg snapshot 123"), if any
  */
 final case class ResolvedTable(ref: TableRef, root: Path, dataSchema: StructType, partitionColumns: Seq[String],
-                               files: () => Seq[DataFile],
+                               listing: () => TableListing,
                                fileColumn: StructField => (Option[String], Option[Int]) = _ => (None, None),
-                               snapshot: Option[String] = None, format: String = "parquet") {
+                               format: String = "parquet") {
   def display: String = ref.display
-  def listFiles(): Seq[DataFile] = files()
+  def listFiles(): Seq[DataFile] = listing().files
 }
+
+/** The files of a table now, and the table version they are of ("Delta version 7"), when it has versions. */
+final case class TableListing(files: Seq[DataFile], snapshot: Option[String] = None)
 
 object ResolvedTable {
   def ofRelation(ref: TableRef, root: Path, relation: HadoopFsRelation): ResolvedTable =
     ResolvedTable(ref, root, relation.dataSchema, relation.partitionSchema.fieldNames.toSeq,
-      () => relation.location.listFiles(Nil, Nil).flatMap(_.files).map { f =>
+      () => TableListing(relation.location.listFiles(Nil, Nil).flatMap(_.files).map { f =>
         DataFile(f.getPath.toString, f.getLen, f.getModificationTime)
-      })
+      }))
 }
 
 object TableResolver {

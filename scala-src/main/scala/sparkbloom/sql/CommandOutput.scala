@@ -74,7 +74,8 @@ private[sql] object CommandOutput {
       "Size In Bytes" -> d.sizeInBytes.toString,
       "Files In Table" -> d.filesInTable.toString,
       "Files Not Covered" -> d.filesNotCovered.toString,
-      "Files Deleted" -> d.filesDeleted.toString,
+      "Files Deleted" -> d.filesDeleted.toString) ++
+      d.snapshotCovered.map("Table Version Covered" -> _).toSeq ++ d.snapshotNow.map("Table Version Now" -> _).toSeq ++ Seq(
       "Lookups (this driver)" -> d.usage.lookups.toString,
       "Files Skipped (this driver)" -> d.usage.filesSkipped.toString,
       "Row Groups Skipped (this driver)" -> d.usage.rowGroupsSkipped.toString,

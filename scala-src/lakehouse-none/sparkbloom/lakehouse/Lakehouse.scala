@@ -15,7 +15,7 @@ import sparkbloom.index.{ResolvedTable, TableRef}
  * and an index cannot be built on them (they are refused as not Parquet).
  */
 object Lakehouse {
-  def resolve(spark: SparkSession, ref: TableRef, refresh: Boolean): Option[ResolvedTable] = None
+  def resolve(spark: SparkSession, ref: TableRef): Option[ResolvedTable] = None
   def tableRef(plan: LogicalPlan): Option[TableRef] = None
   def isIcebergTable(t: Table): Boolean = false
   def rewriteIceberg(session: SparkSession, root: LogicalPlan, cond: Expression,

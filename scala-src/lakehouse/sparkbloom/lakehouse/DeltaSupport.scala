@@ -52,9 +52,10 @@ object DeltaSupport {
 
   private def pathName(path: String): String = "delta.`" + path.replace("`", "``") + "`"
 
-  def resolve(spark: SparkSession, ref: TableRef): Option[ResolvedTable] = {
+  /** `ref` as a Delta table; `analyzed`: the plan of `spark.table(name)` for a catalog name (None: not a table). */
+  def resolve(spark: SparkSession, ref: TableRef, analyzed: => Option[LogicalPlan]): Option[ResolvedTable] = {
     val plan: Option[LogicalPlan] = ref match {
-      case TableRef.Catalog(name) => try Some(spark.table(name).queryExecution.analyzed) catch { case NonFatal(_) => None }
+      case TableRef.Catalog(_) => analyzed
       case TableRef.Path(p) =>
         // parquet.`/path` of a Delta table: its Parquet files are the log's business, so it is read as Delta.
         val path = new Path(p)
@@ -75,7 +76,7 @@ object DeltaSupport {
           TableListing(current.allFiles.collect().toSeq.map(a => DataFile(index.absolutePath(a.path).toString, a.size, a.modificationTime)),
             Some(s"Delta version ${current.version}"))
         },
-        fileColumn = f => (Some(DeltaColumnMapping.getPhysicalName(f)), None), format = "delta")
+        fileColumn = f => (Some(DeltaColumnMapping.getPhysicalName(f)), None))
     }
   }
 

@@ -12,6 +12,7 @@ import org.apache.iceberg.spark.source.SparkTable
 import org.apache.iceberg.util.{SnapshotUtil, TableScanUtil}
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{ExprId, Expression => SparkExpression}
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
 
 import sparkbloom.index.{DataFile, IndexedColumn, ResolvedTable, TableListing, TableRef}
@@ -39,10 +40,10 @@ object IcebergSupport {
   private def quoteIfNeeded(part: String): String =
     if (part.matches("[A-Za-z_][A-Za-z0-9_]*")) part else "`" + part.replace("`", "``") + "`"
 
-  def resolve(spark: SparkSession, ref: TableRef, refresh: Boolean): Option[ResolvedTable] = ref match {
-    case TableRef.Catalog(name) =>
-      val plan = try Some(spark.table(name).queryExecution.analyzed) catch { case NonFatal(_) => None }
-      plan.flatMap(_.collectFirst { case r: DataSourceV2Relation if Lakehouse.isIcebergTable(r.table) => r }).flatMap { r =>
+  /** A catalog table `ref` as an Iceberg table, from `analyzed`, the plan of `spark.table(name)`. */
+  def resolve(spark: SparkSession, ref: TableRef, analyzed: Option[LogicalPlan]): Option[ResolvedTable] = ref match {
+    case TableRef.Catalog(_) =>
+      analyzed.flatMap(_.collectFirst { case r: DataSourceV2Relation if Lakehouse.isIcebergTable(r.table) => r }).flatMap { r =>
         val st = r.table.asInstanceOf[SparkTable]
         st.table() match {
           case table: BaseTable =>
@@ -65,7 +66,7 @@ object IcebergSupport {
                     TableListing(files, Some(s"Iceberg snapshot ${snap.snapshotId()}"))
                 }
               },
-              fileColumn = f => (None, Option(table.schema().findField(f.name)).map(_.fieldId())), format = "iceberg"))
+              fileColumn = f => (None, Option(table.schema().findField(f.name)).map(_.fieldId()))))
           case _ => None
         }
       }

@@ -29,10 +29,21 @@ object Lakehouse {
   lazy val deltaPresent: Boolean = present("org.apache.spark.sql.delta.DeltaLog")
   lazy val icebergPresent: Boolean = present("org.apache.iceberg.spark.source.SparkTable")
 
-  /** A Delta or Iceberg table for indexing; None for anything else (plain Parquet is resolved by the caller). */
-  def resolve(spark: SparkSession, ref: TableRef, refresh: Boolean): Option[ResolvedTable] =
-    (if (deltaPresent) DeltaSupport.resolve(spark, ref) else None)
-      .orElse(if (icebergPresent) IcebergSupport.resolve(spark, ref, refresh) else None)
+  /**
+   * A Delta or Iceberg table for indexing, listed at its newest snapshot (both formats always read their log
+   * or metadata afresh here); None for anything else (plain Parquet is resolved by the caller).
+   */
+  def resolve(spark: SparkSession, ref: TableRef): Option[ResolvedTable] =
+    if (!deltaPresent && !icebergPresent) None
+    else {
+      // A catalog name is analysed once for both formats (None: no such table; the caller says so).
+      lazy val analyzed = ref match {
+        case TableRef.Catalog(name) => try Some(spark.table(name).queryExecution.analyzed) catch { case NonFatal(_) => None }
+        case _ => None
+      }
+      (if (deltaPresent) DeltaSupport.resolve(spark, ref, analyzed) else None)
+        .orElse(if (icebergPresent) IcebergSupport.resolve(spark, ref, analyzed) else None)
+    }
 
   /** The table a DataFrame's Delta relation or Iceberg relation reads (for `df.bloomFilterIndex`). */
   def tableRef(plan: LogicalPlan): Option[TableRef] = plan match {

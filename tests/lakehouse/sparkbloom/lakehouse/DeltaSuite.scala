@@ -122,7 +122,7 @@ class DeltaSuite extends AnyFunSuite with LakehouseSpark {
 
   test("a Delta path table, harvested native filters, and a lookup through spark.read.format(\"delta\")") {
     val path = warehouse + "/harvest"
-    withConf("parquet.bloom.filter.enabled#k" -> "true", "parquet.enable.dictionary" -> "false") {
+    withSQLConf("parquet.bloom.filter.enabled#k" -> "true", "parquet.enable.dictionary" -> "false") {
       spark.range(0, 6000, 1, 30).selectExpr("id", "concat('h-', cast(id * 31 % 6000 as string)) as k")
         .write.format("delta").save(path)
     }
@@ -157,10 +157,6 @@ class DeltaSuite extends AnyFunSuite with LakehouseSpark {
     assert(err.getMessage.contains("partition column"), err.getMessage)
   }
 
-  private def withConf[T](pairs: (String, String)*)(f: => T): T = {
-    pairs.foreach { case (k, v) => spark.conf.set(k, v) }
-    try f finally pairs.foreach { case (k, _) => spark.conf.unset(k) }
-  }
 
   test("differential fuzz: random predicates over every type on a Delta table with deletion vectors") {
     val path = warehouse + "/fuzz"

@@ -2,10 +2,9 @@ package sparkbloom.lakehouse
 
 import java.nio.file.Files
 
-import org.apache.spark.sql.{DataFrame, Row, SparkSession}
+import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
-import org.scalatest.{BeforeAndAfterAll, Suite}
 
 import sparkbloom.scan.{BloomScanMetricsExec, ScanSkipping, SkippingReport}
 
@@ -13,32 +12,15 @@ import sparkbloom.scan.{BloomScanMetricsExec, ScanSkipping, SkippingReport}
  * A local session with a table format's extension listed before sparkbloom's (as `sparkbloom.configure()`
  * orders them), real tables in a temporary warehouse, and the index-on / index-off comparison every test uses.
  */
-trait LakehouseSpark extends BeforeAndAfterAll with AdaptiveSparkPlanHelper { self: Suite =>
+trait LakehouseSpark extends sparkbloom.SparkSessionSuite with AdaptiveSparkPlanHelper {
   protected def formatExtension: String
   protected def formatConf(warehouse: String): Map[String, String]
 
   lazy val warehouse: String = Files.createTempDirectory("sparkbloom-lake").toString
 
-  @transient lazy val spark: SparkSession = {
-    SparkSession.clearActiveSession(); SparkSession.clearDefaultSession()
-    val b = SparkSession.builder()
-      .master("local[2]")
-      .appName(getClass.getSimpleName)
-      .config("spark.ui.enabled", "false")
-      .config("spark.sql.shuffle.partitions", "4")
-      .config("spark.driver.host", "127.0.0.1")
-      .config("spark.sql.extensions", s"$formatExtension,sparkbloom.SparkBloomExtensions")
-      .config("spark.sql.warehouse.dir", warehouse + "/spark-warehouse")
-    formatConf(warehouse).foreach { case (k, v) => b.config(k, v) }
-    b.getOrCreate()
-  }
-
-  override def afterAll(): Unit = {
-    try spark.stop()
-    finally { SparkSession.clearActiveSession(); SparkSession.clearDefaultSession(); super.afterAll() }
-  }
-
-  def sql(text: String): DataFrame = spark.sql(text)
+  // The format's extension first, as sparkbloom.configure() orders them (Delta's scan is prepared by then).
+  override protected def sparkConf: Map[String, String] =
+    formatConf(warehouse) + ("spark.sql.extensions" -> s"$formatExtension,${classOf[sparkbloom.SparkBloomExtensions].getName}")
 
   def withIndexEnabled[T](on: Boolean)(f: => T): T = {
     val old = spark.conf.get("spark.sparkbloom.enabled", "true")
@@ -58,11 +40,11 @@ trait LakehouseSpark extends BeforeAndAfterAll with AdaptiveSparkPlanHelper { se
    * The differential fuzzer of `sparkbloom.reliability.DifferentialFuzzSuite` on a table of this format: the
    * random rows of [[sparkbloom.reliability.RandomTables]] (every indexable type, specials, nulls) written by
    * `write` in 24 files, indexed on every column, then random predicates compared with sparkbloom on and off.
-   * Size: `SPARKBLOOM_LAKEHOUSE_FUZZ_QUERIES` (default 60 per format in CI; docs/fuzzing.md has the long run).
+   * Size: `SPARKBLOOM_LAKEHOUSE_FUZZ_QUERIES` (default 30 per format in CI; docs/fuzzing.md has the long run).
    */
   def fuzz(write: DataFrame => Unit, read: () => DataFrame, ref: sparkbloom.index.TableRef, seed: Long): (Int, Int, Int) = {
     import sparkbloom.reliability.RandomTables
-    val n = sys.env.get("SPARKBLOOM_LAKEHOUSE_FUZZ_QUERIES").map(_.toInt).getOrElse(60)
+    val n = sys.env.get("SPARKBLOOM_LAKEHOUSE_FUZZ_QUERIES").map(_.toInt).getOrElse(30)
     spark.conf.set("spark.sql.datetime.java8API.enabled", "true")
     val rows = RandomTables.rows(new scala.util.Random(seed), 4800, 0L).toIndexedSeq
     write(spark.createDataFrame(spark.sparkContext.parallelize(rows, 24), RandomTables.schema))

@@ -15,9 +15,9 @@ import sparkbloom.testing.LocalSpark
  * type, each run with sparkbloom on (indexes at planning time, native filters at read time) and with
  * sparkbloom off and Parquet filter pushdown off (the truth); the rows must be identical.
  *
- * Size: `SPARKBLOOM_SPARK_FUZZ_QUERIES` (or `-Dsparkbloom.fuzz.queries`), default 400 (+ 80 for the second
- * test) in CI: a compared query costs ~0.3 s on this 2-core machine, ~2.5 min in all, which keeps `.ci/run`
- * (every suite plus the Spark-version matrix) under 30 minutes. `-Dsparkbloom.fuzz.seed` (default fixed).
+ * Size: `SPARKBLOOM_SPARK_FUZZ_QUERIES` (or `-Dsparkbloom.fuzz.queries`), default 300 (+ 60 for the second
+ * test) in CI: a compared query costs ~0.3 s on this 2-core machine, ~2 min in all, which keeps `.ci/run`
+ * (every suite, the Delta and Iceberg suites and the Spark-version matrix) under 30 minutes. `-Dsparkbloom.fuzz.seed` (default fixed).
  * Long run (docs/fuzzing.md; ~1 hour per 10,000 queries on 2 cores):
  * {{{
  *   SPARKBLOOM_SPARK_FUZZ_QUERIES=10000 dev/sbt "testOnly sparkbloom.reliability.DifferentialFuzzSuite"
@@ -27,7 +27,7 @@ import sparkbloom.testing.LocalSpark
 class DifferentialFuzzSuite extends AnyFunSuite with LocalSpark {
   private val seed = sys.props.getOrElse("sparkbloom.fuzz.seed", "20250611").toLong
   private val queries = sys.props.get("sparkbloom.fuzz.queries")
-    .orElse(sys.env.get("SPARKBLOOM_SPARK_FUZZ_QUERIES")).getOrElse("400").toInt
+    .orElse(sys.env.get("SPARKBLOOM_SPARK_FUZZ_QUERIES")).getOrElse("300").toInt
 
   private final case class Table(label: String, path: String, rows: IndexedSeq[Row])
 

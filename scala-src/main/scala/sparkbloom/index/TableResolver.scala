@@ -19,8 +19,7 @@ import org.apache.spark.sql.types.{StructField, StructType}
  */
 final case class ResolvedTable(ref: TableRef, root: Path, dataSchema: StructType, partitionColumns: Seq[String],
                                listing: () => TableListing,
-                               fileColumn: StructField => (Option[String], Option[Int]) = _ => (None, None),
-                               format: String = "parquet") {
+                               fileColumn: StructField => (Option[String], Option[Int]) = _ => (None, None)) {
   def display: String = ref.display
   def listFiles(): Seq[DataFile] = listing().files
 }
@@ -38,7 +37,7 @@ object ResolvedTable {
 
 object TableResolver {
   def resolve(spark: SparkSession, ref: TableRef, refresh: Boolean = false): ResolvedTable =
-    sparkbloom.lakehouse.Lakehouse.resolve(spark, ref, refresh).getOrElse(resolveParquet(spark, ref, refresh))
+    sparkbloom.lakehouse.Lakehouse.resolve(spark, ref).getOrElse(resolveParquet(spark, ref, refresh))
 
   private def resolveParquet(spark: SparkSession, ref: TableRef, refresh: Boolean): ResolvedTable = {
     val plan: LogicalPlan = ref match {

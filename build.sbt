@@ -23,18 +23,27 @@ val sparkLine: SparkLine = SparkLines.load(versions, sys.props.getOrElse("sparkb
 val jvmFlags: Seq[String] = IO.readLines(file("project/jvm-flags.txt"))
   .map(_.trim).filter(l => l.nonEmpty && !l.startsWith("#"))
 
-// Delta Lake and Iceberg (issue 12) for the lines that have a `lakehouse.<line>` row: compile-time only, and
-// on the test classpath for the real Delta and Iceberg tables of the lakehouse suites. Intransitive: they
-// must not bring another Spark; Delta's storage module is its one runtime dependency Spark lacks.
-val lakehouse: Option[(String, String)] = Option(versions.getProperty(s"lakehouse.${sparkLine.id}"))
-  .map(_.trim.split("\\s+")).collect { case Array(delta, iceberg) => (delta, iceberg) }
-val lakehouseDeps: Seq[ModuleID] = lakehouse.toSeq.flatMap { case (delta, iceberg) =>
-  val sparkBinary = sparkLine.spark.split('.').take(2).mkString(".")
-  Seq(
-    "io.delta" %% "delta-spark" % delta % Provided intransitive(),
-    "io.delta" % "delta-storage" % delta % Provided intransitive(),
-    "org.apache.iceberg" % s"iceberg-spark-runtime-${sparkBinary}_2.13" % iceberg % Provided intransitive())
-}
+// Delta Lake and Iceberg (issue 12), per format, for the lines whose `lakehouse.<line>` row names an artifact:
+// compile-time only (Provided, intransitive: they must not bring another Spark; Delta's storage module is the
+// one runtime dependency Spark lacks). The `LakehouseRuntime` configuration resolves them transitively, minus
+// what Spark ships, for `lakehouseJars` (the real tables of the tests, the demo and the version smoke).
+val scalaBinary: String = sparkLine.scala.split('.').take(2).mkString(".")
+/** Column `i` of the line's lakehouse row as (artifact with its Scala suffix, version); None for "-" or no row. */
+def lakehouseArtifact(i: Int): Option[(String, String)] =
+  Option(versions.getProperty(s"lakehouse.${sparkLine.id}")).map(_.trim.split("\\s+")).map(_(i)).filter(_ != "-")
+    .map(_.split(':') match { case Array(name, ver) => (s"${name}_$scalaBinary", ver) })
+val deltaArtifact: Option[(String, String)] = lakehouseArtifact(0)
+val icebergArtifact: Option[(String, String)] = lakehouseArtifact(1)
+val LakehouseRuntime = config("lakehouse-runtime").hide
+def lakehouseModules(conf: Configuration): Seq[ModuleID] =
+  deltaArtifact.toSeq.flatMap { case (name, ver) => Seq("io.delta" % name % ver % conf, "io.delta" % "delta-storage" % ver % conf) } ++
+    icebergArtifact.toSeq.map { case (name, ver) => "org.apache.iceberg" % name % ver % conf }
+val lakehouseDeps: Seq[ModuleID] =
+  lakehouseModules(Provided).map(_.intransitive()) ++
+    lakehouseModules(LakehouseRuntime).map(_.excludeAll(ExclusionRule("org.apache.spark"), ExclusionRule("org.scala-lang"),
+      ExclusionRule("org.apache.hadoop"), ExclusionRule("org.scalatest"), ExclusionRule("org.scalacheck"),
+      ExclusionRule("junit"), ExclusionRule("org.mockito"), ExclusionRule("com.amazonaws"), ExclusionRule("org.antlr"), ExclusionRule("org.roaringbitmap")))
+lazy val lakehouseJars = taskKey[Seq[File]]("Copies the line's Delta Lake and Iceberg runtime jars (Maven Central, through sbt's cache) to target/lakehouse/spark-<line>")
 
 ThisBuild / organization := "io.sparkbloom"
 ThisBuild / version := "0.1.0"
@@ -47,9 +56,28 @@ lazy val root = (project in file("."))
     Compile / scalaSource := baseDirectory.value / "scala-src" / "main" / "scala",
     Compile / unmanagedSourceDirectories ++= SparkLines.shimDirs(baseDirectory.value / "scala-src" / "shims", sparkLine),
     Test / unmanagedSourceDirectories ++= SparkLines.shimDirs(baseDirectory.value / "tests" / "shims", sparkLine),
-    // Delta and Iceberg integration: only lines whose table formats publish artifacts compile it.
-    Compile / unmanagedSourceDirectories += baseDirectory.value / "scala-src" / (if (lakehouse.isDefined) "lakehouse" else "lakehouse-none"),
-    Test / unmanagedSourceDirectories ++= (if (lakehouse.isDefined) Seq(baseDirectory.value / "tests" / "lakehouse") else Nil),
+    // Delta and Iceberg integration: each compiled where its project publishes an artifact, a stub elsewhere.
+    Compile / unmanagedSourceDirectories ++= Seq(
+      baseDirectory.value / "scala-src" / "lakehouse" / (if (deltaArtifact.isDefined) "delta" else "delta-none"),
+      baseDirectory.value / "scala-src" / "lakehouse" / (if (icebergArtifact.isDefined) "iceberg" else "iceberg-none")) ++
+      // Iceberg's SparkTable constructors changed in 1.11 (the Spark 4.1 runtime): IcebergTables differs.
+      icebergArtifact.map { case (_, ver) =>
+        val Array(major, minor) = ver.split('.').take(2).map(_.toInt)
+        baseDirectory.value / "scala-src" / "lakehouse" / (if (major == 1 && minor <= 10) "iceberg-1.10" else "iceberg-1.11+")
+      },
+    // The lakehouse suites (real Delta and Iceberg tables) need both formats; the full Scala suites run on the default line.
+    Test / unmanagedSourceDirectories ++= (if (deltaArtifact.isDefined && icebergArtifact.isDefined) Seq(baseDirectory.value / "tests" / "lakehouse") else Nil),
+    ivyConfigurations += LakehouseRuntime,
+    lakehouseJars := {
+      val out = target.value.getParentFile / "lakehouse" / s"spark-${sparkLine.id}"
+      // What Spark itself ships (its own modules, parquet-java, log4j, ...) stays Spark's: left out by module.
+      val own = lakehouseModules(LakehouseRuntime).map(m => (m.organization, m.name)).toSet
+      val spark = (Compile / dependencyClasspath).value.flatMap(_.get(moduleID.key)).map(m => (m.organization, m.name)).toSet -- own
+      val jars = Classpaths.managedJars(LakehouseRuntime, Set("jar"), update.value)
+        .filterNot(a => a.get(moduleID.key).exists(m => spark((m.organization, m.name)))).map(_.data)
+      IO.delete(out); IO.createDirectory(out)
+      jars.map { f => val t = out / f.getName; IO.copyFile(f, t); t }
+    },
     // SPARKBLOOM_TEST_SOURCES=<regex> compiles only the test files whose names match (dev/matrix runs the
     // parser forwarding suite on every line without compiling every suite there).
     Test / unmanagedSources := {

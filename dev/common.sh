@@ -88,7 +88,7 @@ ensure_venv() {
 ensure_package() {
   ensure_venv
   log "building sparkbloom.jar (Spark line $DEFAULT_LINE)"
-  sbt bundle
+  sbt bundle lakehouseJars
   rm -rf "$ROOT/python/src/sparkbloom/jars"; mkdir -p "$ROOT/python/src/sparkbloom/jars/spark-$DEFAULT_LINE"
   cp "$ROOT"/target/bundle/*.jar "$ROOT/python/src/sparkbloom/jars/spark-$DEFAULT_LINE/"
   build_wheel
@@ -103,14 +103,11 @@ build_wheel() {
   "$PY" -m pip wheel -q --no-deps --no-build-isolation -w "$ROOT/python/dist" "$ROOT/python"
 }
 
-# The delta-spark, delta-storage and iceberg-spark-runtime jars of the default line, comma-separated, from
-# sbt's Maven cache (the build resolves them as compile-time dependencies); empty when the line has none.
+# The Delta Lake and Iceberg runtime jars of a line (default: the default line), comma-separated, as
+# `sbt lakehouseJars` copied them from sbt's Maven cache to target/lakehouse/spark-<line>; empty when the
+# line has neither format (project/versions.properties).
 lakehouse_jars() {
-  local row delta iceberg minor m
-  row=$(sed -n "s/^lakehouse\.$DEFAULT_LINE *= *//p" "$ROOT/project/versions.properties")
-  [ -n "$row" ] || return 0
-  read -r delta iceberg <<<"$row"
-  minor=$(sed -n "s/^line\.$DEFAULT_LINE *= *//p" "$ROOT/project/versions.properties" | awk '{print $1}' | cut -d. -f1,2)
-  m="$ROOT/.tools/coursier/cache/https/repo1.maven.org/maven2"
-  echo "$m/io/delta/delta-spark_2.13/$delta/delta-spark_2.13-$delta.jar,$m/io/delta/delta-storage/$delta/delta-storage-$delta.jar,$m/org/apache/iceberg/iceberg-spark-runtime-${minor}_2.13/$iceberg/iceberg-spark-runtime-${minor}_2.13-$iceberg.jar"
+  local jars=("$ROOT/target/lakehouse/spark-${1:-$DEFAULT_LINE}"/*.jar)
+  [[ -e "${jars[0]}" ]] || return 0
+  (IFS=,; echo "${jars[*]}")
 }

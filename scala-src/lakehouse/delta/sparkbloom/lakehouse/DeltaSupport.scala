@@ -28,6 +28,7 @@ import sparkbloom.scan.{IndexPruner, NativeFilters, PrunedSource, RowGroupSelect
  * the start of what it reads, so a cut split would apply the vector to the wrong rows.
  */
 object DeltaSupport {
+  val compiled: Boolean = true
   private val PreparedIndex = "org.apache.spark.sql.delta.stats.PreparedDeltaFileIndex"
 
   def isPreparedIndex(f: FileIndex): Boolean = f.getClass.getName == PreparedIndex

@@ -31,6 +31,7 @@ import sparkbloom.scan.{IndexPruner, NativeFilters, PrunedSource, RowGroupSelect
  * Tables other than a plain `BaseTable` (metadata tables), and plans that rewrite rows, are left alone.
  */
 object IcebergSupport {
+  val compiled: Boolean = true
   def tableRef(r: DataSourceV2Relation): Option[TableRef] = (r.catalog, r.identifier) match {
     case (Some(c), Some(id)) if r.table.asInstanceOf[SparkTable].table().isInstanceOf[BaseTable] =>
       Some(TableRef.Catalog((c.name() +: id.namespace().toSeq :+ id.name()).map(quoteIfNeeded).mkString(".")))
@@ -105,46 +106,13 @@ object IcebergSupport {
     val root = locationPath(table.location(), session)
     BloomSkippingRule.indexesAt(session, root, cond,
       (id: ExprId, indexed: Seq[IndexedColumn]) =>
-        ids.get(id).flatMap(fid => indexed.find(_.sameColumn("", Some(fid))).map(_.name))).map { case (_, used) =>
+        ids.get(id).flatMap(fid => indexed.find(_.sameColumn("", Some(fid))).map(_.name))).flatMap { case (_, used) =>
       val opts = NativeFilters.options(session, Map.empty)
       val pruner = new IndexPruner(session, used, new RowGroupSelection(false), st.name(), opts.int96Probes)
       val conf = new sparkbloom.index.SerializableConf(session.sessionState.newHadoopConf())
-      r.copy(table = BloomSparkTable(new PrunedIcebergTable(table, pruner, conf), st))
+      IcebergTables.swap(new PrunedIcebergTable(table, pruner, conf), st).map(t => r.copy(table = t))
     }
   }
-}
-
-/** Iceberg's Spark table over a [[PrunedIcebergTable]]; compares unequal to the table it replaces. */
-class BloomSparkTable private (val pruned: PrunedIcebergTable, snapshotId: java.lang.Long)
-  extends SparkTable(pruned, snapshotId, false) with PrunedSource {
-  def pruner: IndexPruner = pruned.pruner
-  override def toString: String = s"${super.toString} (bloom indexes [${pruner.indexNames}] [${pruner.predicateSql}])"
-  override def equals(o: Any): Boolean = o match {
-    case b: BloomSparkTable => (b eq this) || (b.pruned.delegate == pruned.delegate && b.snapshotId() == snapshotId() &&
-      b.branch() == branch() && b.pruner.predicateSql == pruner.predicateSql && b.pruner.indexNames == pruner.indexNames)
-    case _ => false
-  }
-  override def hashCode(): Int = pruned.delegate.hashCode() * 31 + pruner.predicateSql.hashCode
-}
-
-object BloomSparkTable {
-  def apply(pruned: PrunedIcebergTable, original: SparkTable): SparkTable =
-    if (original.branch() != null) {
-      // Iceberg's branch constructor: scans read the branch through SparkTable's own handling of it.
-      new BloomBranchSparkTable(pruned, original.branch())
-    } else new BloomSparkTable(pruned, original.snapshotId())
-}
-
-/** A read of a branch (`VERSION AS OF 'branch'`, `branch_x` identifiers). */
-class BloomBranchSparkTable(val pruned: PrunedIcebergTable, branchName: String)
-  extends SparkTable(pruned, branchName, false) with PrunedSource {
-  def pruner: IndexPruner = pruned.pruner
-  override def equals(o: Any): Boolean = o match {
-    case b: BloomBranchSparkTable => (b eq this) || (b.pruned.delegate == pruned.delegate && b.branch() == branch() &&
-      b.pruner.predicateSql == pruner.predicateSql && b.pruner.indexNames == pruner.indexNames)
-    case _ => false
-  }
-  override def hashCode(): Int = pruned.delegate.hashCode() * 37 + pruner.predicateSql.hashCode
 }
 
 /**

@@ -19,6 +19,11 @@ import sparkbloom.optimizer.{BloomSkippingRule, FsRelation}
  * sparkbloom is compiled against delta-spark and iceberg-spark-runtime but ships neither: a session without
  * them never loads [[DeltaSupport]] or [[IcebergSupport]] (every entry point first checks, by class name,
  * that the plan or the classpath holds the format), so plain Parquet users need neither jar.
+ *
+ * Each format's support is compiled for the Spark lines its project publishes artifacts for (the
+ * `lakehouse.<line>` rows of project/versions.properties); on other lines a stub of the same name
+ * (`scala-src/lakehouse/delta-none`, `iceberg-none`) says `compiled = false`, so such tables are never
+ * pruned and an index cannot be built on them (they are refused as not Parquet).
  */
 object Lakehouse {
   private val log = org.slf4j.LoggerFactory.getLogger(getClass)
@@ -26,8 +31,8 @@ object Lakehouse {
   private def present(cls: String): Boolean =
     try { Class.forName(cls, false, Option(Thread.currentThread.getContextClassLoader).getOrElse(getClass.getClassLoader)); true }
     catch { case _: ClassNotFoundException | _: LinkageError => false }
-  lazy val deltaPresent: Boolean = present("org.apache.spark.sql.delta.DeltaLog")
-  lazy val icebergPresent: Boolean = present("org.apache.iceberg.spark.source.SparkTable")
+  lazy val deltaPresent: Boolean = DeltaSupport.compiled && present("org.apache.spark.sql.delta.DeltaLog")
+  lazy val icebergPresent: Boolean = IcebergSupport.compiled && present("org.apache.iceberg.spark.source.SparkTable")
 
   /**
    * A Delta or Iceberg table for indexing, listed at its newest snapshot (both formats always read their log
@@ -53,7 +58,8 @@ object Lakehouse {
   }
 
   /** Exactly Iceberg's Spark table (not a table sparkbloom already wrapped, nor a metadata table's class). */
-  def isIcebergTable(t: Table): Boolean = t.getClass.getName == "org.apache.iceberg.spark.source.SparkTable"
+  def isIcebergTable(t: Table): Boolean =
+    icebergPresent && t.getClass.getName == "org.apache.iceberg.spark.source.SparkTable"
 
   /** The relation to read instead of `r` so that its scan drops files the indexes rule out (see [[IcebergSupport]]). */
   def rewriteIceberg(session: SparkSession, root: LogicalPlan, cond: Expression,
@@ -95,10 +101,13 @@ class LakehousePreCboRule(session: SparkSession) extends Rule[LogicalPlan] {
 
   override def apply(plan: LogicalPlan): LogicalPlan =
     if (!Lakehouse.deltaPresent || !BloomConf.enabled(session)) plan
-    else try { checkOrder; plan }.transformDown {
-      case f @ Filter(cond, FsRelation(l, rel, _, _, false)) if DeltaSupport.isPreparedIndex(rel.location) =>
-        DeltaSupport.rewrite(session, BloomSkippingRule.pushable(cond), l, rel)
-          .map(n => f.copy(child = n)).getOrElse(f)
+    else try {
+      checkOrder
+      plan.transformDown {
+        case f @ Filter(cond, FsRelation(l, rel, _, _, false)) if DeltaSupport.isPreparedIndex(rel.location) =>
+          DeltaSupport.rewrite(session, BloomSkippingRule.pushable(cond), l, rel)
+            .map(n => f.copy(child = n)).getOrElse(f)
+      }
     } catch {
       case NonFatal(e) =>
         logWarning(s"sparkbloom: Delta skipping disabled for this query after an error: $e")

@@ -1,0 +1,42 @@
+package sparkbloom.lakehouse
+
+import org.apache.iceberg.spark.source.SparkTable
+
+import sparkbloom.scan.{IndexPruner, PrunedSource}
+
+/** Iceberg's Spark table over a [[PrunedIcebergTable]]; compares unequal to the table it replaces. */
+class BloomSparkTable(val pruned: PrunedIcebergTable, snapshotId: java.lang.Long)
+  extends SparkTable(pruned, snapshotId, false) with PrunedSource {
+  def pruner: IndexPruner = pruned.pruner
+  override def toString: String = s"${super.toString} (bloom indexes [${pruner.indexNames}] [${pruner.predicateSql}])"
+  override def equals(o: Any): Boolean = o match {
+    case b: BloomSparkTable => (b eq this) || (b.pruned.delegate == pruned.delegate && b.snapshotId() == snapshotId() &&
+      b.branch() == branch() && b.pruner.predicateSql == pruner.predicateSql && b.pruner.indexNames == pruner.indexNames)
+    case _ => false
+  }
+  override def hashCode(): Int = pruned.delegate.hashCode() * 31 + pruner.predicateSql.hashCode
+}
+
+/**
+ * Iceberg 1.10 (Spark 3.5 and 4.0): `SparkTable`'s constructors take the snapshot or branch read, so every
+ * read (time travel and branches included) gets the same table over the pruned one.
+ */
+object IcebergTables {
+  def swap(pruned: PrunedIcebergTable, original: SparkTable): Option[SparkTable] = Some(
+    if (original.branch() != null) {
+      // Iceberg's branch constructor: scans read the branch through SparkTable's own handling of it.
+      new BloomBranchSparkTable(pruned, original.branch())
+    } else new BloomSparkTable(pruned, original.snapshotId()))
+}
+
+/** A read of a branch (`VERSION AS OF 'branch'`, `branch_x` identifiers). */
+class BloomBranchSparkTable(val pruned: PrunedIcebergTable, branchName: String)
+  extends SparkTable(pruned, branchName, false) with PrunedSource {
+  def pruner: IndexPruner = pruned.pruner
+  override def equals(o: Any): Boolean = o match {
+    case b: BloomBranchSparkTable => (b eq this) || (b.pruned.delegate == pruned.delegate && b.branch() == branch() &&
+      b.pruner.predicateSql == pruner.predicateSql && b.pruner.indexNames == pruner.indexNames)
+    case _ => false
+  }
+  override def hashCode(): Int = pruned.delegate.hashCode() * 37 + pruner.predicateSql.hashCode
+}

@@ -1,6 +1,7 @@
 package sparkbloom.lakehouse
 
 import org.apache.iceberg.spark.source.SparkTable
+import org.apache.iceberg.util.SnapshotUtil
 
 import sparkbloom.scan.{IndexPruner, PrunedSource}
 
@@ -22,6 +23,12 @@ class BloomSparkTable(val pruned: PrunedIcebergTable, snapshotId: java.lang.Long
  * read (time travel and branches included) gets the same table over the pruned one.
  */
 object IcebergTables {
+  /** The schema `st` reads with: its snapshot's for time travel (a snapshot id is set only then), its branch's, or the current one. */
+  def readSchema(table: org.apache.iceberg.Table, st: SparkTable): Option[org.apache.iceberg.Schema] = Some(
+    if (st.snapshotId() != null) SnapshotUtil.schemaFor(table, st.snapshotId().longValue())
+    else if (st.branch() != null) SnapshotUtil.schemaFor(table, st.branch())
+    else table.schema())
+
   def swap(pruned: PrunedIcebergTable, original: SparkTable): Option[SparkTable] = Some(
     if (original.branch() != null) {
       // Iceberg's branch constructor: scans read the branch through SparkTable's own handling of it.

@@ -13,6 +13,13 @@ import sparkbloom.scan.{IndexPruner, PrunedSource}
  * are left to Iceberg (read whole, never wrong).
  */
 object IcebergTables {
+  /**
+   * The schema `st` reads with, for the reads [[swap]] takes: the table's current one (a 1.11 `SparkTable`
+   * always pins a snapshot id, and a RENAME after that snapshot changes names but not the snapshot).
+   */
+  def readSchema(table: org.apache.iceberg.Table, st: SparkTable): Option[org.apache.iceberg.Schema] =
+    if (st.branch() != null || !timeTravelAbsent(st)) None else Some(table.schema())
+
   def swap(pruned: PrunedIcebergTable, original: SparkTable): Option[SparkTable] =
     if (original.branch() != null || !timeTravelAbsent(original)) None
     else {

@@ -9,7 +9,7 @@ import org.apache.iceberg.expressions.Expression
 import org.apache.iceberg.io.CloseableIterable
 import org.apache.iceberg.metrics.MetricsReporter
 import org.apache.iceberg.spark.source.SparkTable
-import org.apache.iceberg.util.{SnapshotUtil, TableScanUtil}
+import org.apache.iceberg.util.TableScanUtil
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{ExprId, Expression => SparkExpression}
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
@@ -94,11 +94,8 @@ object IcebergSupport {
       case b: BaseTable => b
       case _ => return None // a metadata table, or a table someone else wrapped
     }
-    // The schema of the snapshot read: time travel reads the names the table had then.
-    val schema: Schema =
-      if (st.snapshotId() != null) SnapshotUtil.schemaFor(table, st.snapshotId().longValue())
-      else if (st.branch() != null) SnapshotUtil.schemaFor(table, st.branch())
-      else table.schema()
+    // The schema the read binds names with (time travel reads the names the table had then); None: not swapped.
+    val schema: Schema = IcebergTables.readSchema(table, st).getOrElse(return None)
     val caseSensitive = session.sessionState.conf.caseSensitiveAnalysis
     val ids: Map[ExprId, Int] = r.output.flatMap { a =>
       Option(if (caseSensitive) schema.findField(a.name) else schema.caseInsensitiveFindField(a.name)).map(f => a.exprId -> f.fieldId())

@@ -31,8 +31,9 @@ object Lakehouse {
   private def present(cls: String): Boolean =
     try { Class.forName(cls, false, Option(Thread.currentThread.getContextClassLoader).getOrElse(getClass.getClassLoader)); true }
     catch { case _: ClassNotFoundException | _: LinkageError => false }
-  lazy val deltaPresent: Boolean = DeltaSupport.compiled && present("org.apache.spark.sql.delta.DeltaLog")
-  lazy val icebergPresent: Boolean = IcebergSupport.compiled && present("org.apache.iceberg.spark.source.SparkTable")
+  // The class check comes first: touching DeltaSupport / IcebergSupport links the format's own classes.
+  lazy val deltaPresent: Boolean = present("org.apache.spark.sql.delta.DeltaLog") && DeltaSupport.compiled
+  lazy val icebergPresent: Boolean = present("org.apache.iceberg.spark.source.SparkTable") && IcebergSupport.compiled
 
   /**
    * A Delta or Iceberg table for indexing, listed at its newest snapshot (both formats always read their log

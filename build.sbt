@@ -65,9 +65,14 @@ lazy val root = (project in file("."))
         val Array(major, minor) = ver.split('.').take(2).map(_.toInt)
         baseDirectory.value / "scala-src" / "lakehouse" / (if (major == 1 && minor <= 10) "iceberg-1.10" else "iceberg-1.11+")
       },
-    // The lakehouse suites (real Delta and Iceberg tables) need both formats; the full Scala suites run on the default line.
-    Test / unmanagedSourceDirectories ++= (if (deltaArtifact.isDefined && icebergArtifact.isDefined) Seq(baseDirectory.value / "tests" / "lakehouse") else Nil),
+    // The lakehouse suites (real Delta and Iceberg tables): each format's where the line has it (tests/lakehouse
+    // holds what they share). The full Scala suites run on the default line; dev/matrix's full mode runs these on each.
+    Test / unmanagedSourceDirectories ++= (if (deltaArtifact.isDefined || icebergArtifact.isDefined) Seq(baseDirectory.value / "tests" / "lakehouse") else Nil) ++
+      deltaArtifact.map(_ => baseDirectory.value / "tests" / "lakehouse-delta") ++
+      icebergArtifact.map(_ => baseDirectory.value / "tests" / "lakehouse-iceberg"),
     ivyConfigurations += LakehouseRuntime,
+    // The lakehouse suites read real tables with the formats' runtime dependencies too (Delta 4.4's kernel).
+    Test / unmanagedJars ++= lakehouseJars.value.map(Attributed.blank),
     lakehouseJars := {
       val out = target.value.getParentFile / "lakehouse" / s"spark-${sparkLine.id}"
       // What Spark itself ships (its own modules, parquet-java, log4j, ...) stays Spark's: left out by module.

@@ -103,6 +103,9 @@ build_wheel() {
   "$PY" -m pip wheel -q --no-deps --no-build-isolation -w "$ROOT/python/dist" "$ROOT/python"
 }
 
+# A line's `lakehouse.<line>` row (delta-spark and iceberg-spark-runtime, "-" for none); "- -" without a row.
+lakehouse_row() { sed -n "s/^lakehouse\.$1 *= *//p" "$ROOT/project/versions.properties" | grep . || echo "- -"; }
+
 # The Delta Lake and Iceberg runtime jars of a line (default: the default line), comma-separated, as
 # `sbt lakehouseJars` copied them from sbt's Maven cache to target/lakehouse/spark-<line>; empty when the
 # line has neither format (project/versions.properties).

@@ -59,7 +59,7 @@ trait LakehouseSpark extends sparkbloom.SparkSessionSuite with AdaptiveSparkPlan
     for (q <- 0 until n) {
       val rng = new scala.util.Random(seed * 1000003L + q)
       val pred = RandomTables.predicate(rng, 3, () => rows(rng.nextInt(rows.size)))
-      val on = scala.util.Try(withIndexEnabled(on = true) {
+      val on = scala.util.Try(withIndexEnabled(true) {
         val df = read().where(pred); (render(df), SkippingReport.forPlan(df.queryExecution.executedPlan))
       })
       val off = scala.util.Try(withIndexEnabled(on = false)(render(read().where(pred))))
@@ -79,7 +79,7 @@ trait LakehouseSpark extends sparkbloom.SparkSessionSuite with AdaptiveSparkPlan
   }
 
   def compare(query: => DataFrame): Outcome = {
-    val (on, skipping, metrics, plan) = withIndexEnabled(on = true) {
+    val (on, skipping, metrics, plan) = withIndexEnabled(true) {
       val df = query
       val rows = df.collect().toSeq
       val plan = df.queryExecution.executedPlan

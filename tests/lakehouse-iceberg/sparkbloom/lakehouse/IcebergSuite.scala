@@ -31,6 +31,12 @@ class IcebergSuite extends AnyFunSuite with LakehouseSpark {
     "ice.db.t"
   }
 
+  private val timeTravelPruned: Boolean =
+    org.apache.iceberg.IcebergBuild.version().split('.').take(2).map(_.toInt).toSeq match {
+      case Seq(1, minor) => minor <= 10
+      case _ => false
+    }
+
   private def lookup(where: String, from: String = table, cols: String = "id, k, v"): Outcome = {
     val o = compare(sql(s"SELECT $cols FROM $from WHERE $where"))
     assert(o.on == o.off, s"$where: rows differ with the index")
@@ -96,7 +102,10 @@ class IcebergSuite extends AnyFunSuite with LakehouseSpark {
 
     // time travel to the first snapshot: the deleted row is there again
     val old = lookup("k = 'u-4321'", from = s"$table VERSION AS OF $firstSnapshot")
-    assert(old.on.size == 1 && old.kept <= 3, old.skipping)
+    assert(old.on.size == 1, old)
+    // Iceberg 1.10 (Spark 3.5, 4.0) time travel is pruned; 1.11's SparkTable cannot be re-made for it (read whole)
+    if (timeTravelPruned) assert(old.skipping.size == 1 && old.kept <= 3, old.skipping)
+    else assert(old.skipping.isEmpty, old.skipping)
 
     // rename: the field id stays, so the index answers under the new name
     sql(s"ALTER TABLE $table RENAME COLUMN k TO user_key")

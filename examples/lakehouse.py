@@ -4,8 +4,8 @@
     python examples/lakehouse.py --jars a.jar,b.jar,c.jar   # or uses jars you already have
 
 Each table gets 200 small files of user keys, a bloom index (Delta through the DataFrame API, Iceberg through
-SQL), and a point lookup that is run with sparkbloom on and off: same rows, far fewer files. The Spark 4.0
-builds are delta-spark_2.13 4.0.1 and iceberg-spark-runtime-4.0_2.13 1.10.1.
+SQL), and a point lookup that is run with sparkbloom on and off: same rows, far fewer files. Without --jars,
+the builds of the running Spark line are fetched (PACKAGES; the versions sparkbloom is tested with).
 """
 
 from __future__ import annotations
@@ -18,7 +18,12 @@ from pyspark.sql import SparkSession
 
 import sparkbloom
 
-PACKAGES = "io.delta:delta-spark_2.13:4.0.1,org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:1.10.1"
+# Per Spark line (major.minor): the Delta Lake and Iceberg builds for it (project/versions.properties).
+PACKAGES = {
+    "3.5": "io.delta:delta-spark_{scala}:3.3.2,org.apache.iceberg:iceberg-spark-runtime-3.5_{scala}:1.10.1",
+    "4.0": "io.delta:delta-spark_2.13:4.0.1,org.apache.iceberg:iceberg-spark-runtime-4.0_2.13:1.10.1",
+    "4.1": "io.delta:delta-spark_4.1_2.13:4.4.0,org.apache.iceberg:iceberg-spark-runtime-4.1_2.13:1.11.0",
+}
 
 
 def session(jars: str | None, warehouse: str) -> SparkSession:
@@ -37,7 +42,14 @@ def session(jars: str | None, warehouse: str) -> SparkSession:
         .config("spark.sql.catalog.ice.type", "hadoop")
         .config("spark.sql.catalog.ice.warehouse", f"{warehouse}/iceberg")
     )
-    builder = builder.config("spark.jars", jars) if jars else builder.config("spark.jars.packages", PACKAGES)
+    if jars:
+        builder = builder.config("spark.jars", jars)
+    else:
+        version, scala = sparkbloom.session.spark_version()
+        line = ".".join(version.split(".")[:2])
+        if line not in PACKAGES:
+            raise SystemExit(f"Spark {version}: Delta Lake and Iceberg do not both publish a build for it; pass --jars")
+        builder = builder.config("spark.jars.packages", PACKAGES[line].format(scala=scala))
     return sparkbloom.configure(builder).getOrCreate()
 
 

@@ -171,6 +171,9 @@ def test_a_v2_parquet_read_is_indexed_and_pruned_like_a_v1_read(spark: SparkSess
         [s] = sparkbloom.skipping(query)
         assert [r.v for r in rows] == ["v-4321"]
         assert (s.files_total, s.files_kept) == (8, 1)
+        # the V2 scan is in scan_metrics, with the pruned count in sparkbloom's SQL metrics
+        [scan] = sparkbloom.scan_metrics(query)
+        assert scan["bloom_metrics"]["filesSkipped"] == 7, scan
     finally:
         spark.conf.set("spark.sql.sources.useV1SourceList", before)
 

@@ -64,10 +64,13 @@ def appended(spark: SparkSession) -> DataFrame:
 
 
 def compare(spark: SparkSession, query: Callable[[], DataFrame]):
-    """(rows with sparkbloom on, rows with it off, the skipping records of the run with it on)."""
+    """(rows with sparkbloom on, the skipping records of that run); asserts the rows equal those with it off
+    and the scans' SQL metrics count the files the records say were skipped."""
     df = query()
     on = sorted(tuple(r) for r in df.collect())
     records = sparkbloom.skipping(df)
+    metered = [m["bloom_metrics"]["filesSkipped"] for m in sparkbloom.scan_metrics(df) if m["bloom_metrics"]]
+    assert sum(metered) == sum(r.files_total - r.files_kept for r in records if r.index), (metered, records)
     spark.conf.set("spark.sparkbloom.enabled", "false")
     try:
         off = sorted(tuple(r) for r in query().collect())

@@ -77,8 +77,10 @@ def skipping(df: DataFrame) -> List[ScanSkipping]:
 
 
 def scan_metrics(df: DataFrame) -> List[Dict[str, Any]]:
-    """Spark's own metrics of every file scan in `df`'s executed plan (``numFiles`` is files read),
-    whether or not an index applied. Run the query first.
+    """Spark's own metrics of every file scan in `df`'s executed plan, whether or not an index applied:
+    V1 scans (Parquet, Delta; ``numFiles`` is files read) and V2 scans (Spark's V2 Parquet scan, Iceberg, with
+    the source's own metrics). ``bloom_metrics`` holds sparkbloom's SQL metrics of a pruned scan
+    (``filesSkipped``, ``rowGroupsSkipped``, ``filesNotCovered``, ...), None elsewhere. Run the query first.
 
     >>> sparkbloom.scan_metrics(q)[0]["metrics"]["numFiles"]
     3

@@ -150,12 +150,23 @@ object PythonApi {
     "native_row_groups_skipped" -> s.nativeRowGroupsSkipped,
     "native_filters_invalid" -> s.nativeFiltersInvalid)
 
+  /**
+   * Every file scan: V1 (`FileSourceScanExec`: Parquet, Delta) and V2 (`BatchScanExec`: the V2 Parquet scan,
+   * Iceberg), each with Spark's (and the source's) own metrics and, where a bloom index or native filters
+   * pruned it, sparkbloom's SQL metrics (`bloom_metrics`: filesSkipped, rowGroupsSkipped, ...).
+   */
   private object Scans extends AdaptiveSparkPlanHelper {
-    def of(plan: SparkPlan): Seq[java.util.Map[String, AnyRef]] = collect(plan) {
-      case s: FileSourceScanExec => Json.obj(
-        "table" -> s.tableIdentifier.map(_.unquotedString).getOrElse(s.relation.location.rootPaths.mkString(", ")),
-        "format" -> s.relation.fileFormat.toString,
-        "metrics" -> Json.obj(s.metrics.toSeq.sortBy(_._1).map { case (k, m) => k -> m.value }: _*))
+    def of(plan: SparkPlan): Seq[java.util.Map[String, AnyRef]] = {
+      val bloom = collect(plan) { case b: sparkbloom.scan.BloomScanMetricsExec => b }
+      def metrics(p: SparkPlan) = Json.obj(p.metrics.toSeq.sortBy(_._1).map { case (k, m) => k -> m.value }: _*)
+      def scan(p: SparkPlan, table: String, format: String) = Json.obj("table" -> table, "format" -> format,
+        "metrics" -> metrics(p), "bloom_metrics" -> bloom.find(_.child eq p).map(metrics).orNull)
+      collect(plan) {
+        case s: FileSourceScanExec => scan(s,
+          s.tableIdentifier.map(_.unquotedString).getOrElse(s.relation.location.rootPaths.mkString(", ")),
+          s.relation.fileFormat.toString)
+        case b: org.apache.spark.sql.execution.datasources.v2.BatchScanExec => scan(b, b.table.name(), b.scan.description())
+      }
     }
   }
 }

@@ -29,6 +29,9 @@ object IcebergTables {
     else if (st.branch() != null) SnapshotUtil.schemaFor(table, st.branch())
     else table.schema())
 
+  /** None: Iceberg 1.10's scan builder asks the scan for the snapshot or branch of every read itself. */
+  def scanPin(st: SparkTable): Option[Long] = None
+
   def swap(pruned: PrunedIcebergTable, original: SparkTable): Option[SparkTable] = Some(
     if (original.branch() != null) {
       // Iceberg's branch constructor: scans read the branch through SparkTable's own handling of it.

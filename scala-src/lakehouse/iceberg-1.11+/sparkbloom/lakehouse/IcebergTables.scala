@@ -7,41 +7,57 @@ import org.apache.iceberg.spark.source.SparkTable
 import sparkbloom.scan.{IndexPruner, PrunedSource}
 
 /**
- * Iceberg 1.11+ (Spark 4.1): `SparkTable` pins its snapshot, schema, branch and time travel when it is made,
- * and only its constructor for the newest snapshot of the main branch is public. So only such reads are
- * swapped, and only when the new table pins exactly what the original did; time travel and branch reads
- * are left to Iceberg (read whole, never wrong).
+ * Iceberg 1.11+ (Spark 4.1): `SparkTable` pins the Iceberg schema, snapshot, branch and time travel of a read
+ * when it is made, and of its constructors only the one for the newest snapshot of the main branch is public
+ * (time travel and branches go through private ones). Every scan `SparkTable` builds takes exactly those four
+ * pins. So the swapped table is made with the public constructor and then given the original's pins (the same
+ * objects, copied field by field); after the copy it must report the original's snapshot, branch and schema,
+ * else nothing is swapped. When a later Iceberg renames or adds such fields the copy fails and the read is
+ * left to Iceberg (read whole, never wrong); IcebergSuite notices, since it asserts time travel and branch
+ * reads are pruned.
  */
 object IcebergTables {
-  /**
-   * The schema `st` reads with, for the reads [[swap]] takes: the table's current one (a 1.11 `SparkTable`
-   * always pins a snapshot id, and a RENAME after that snapshot changes names but not the snapshot).
-   */
+  /** The fields of `SparkTable` (and of its base class) that pin what a read sees; `table` is not one of them. */
+  private val pins: Seq[(Class[_], String)] = {
+    val base = classOf[SparkTable].getSuperclass
+    Seq(classOf[SparkTable] -> "schema", classOf[SparkTable] -> "snapshot", classOf[SparkTable] -> "branch",
+      classOf[SparkTable] -> "timeTravel", base -> "schema")
+  }
+
+  private def field(owner: Class[_], name: String): java.lang.reflect.Field = {
+    val f = owner.getDeclaredField(name)
+    f.setAccessible(true)
+    f
+  }
+
+  /** The Iceberg schema `st` reads with: the one it pinned (the snapshot's for time travel, the branch's for a branch). */
   def readSchema(table: org.apache.iceberg.Table, st: SparkTable): Option[org.apache.iceberg.Schema] =
-    if (st.branch() != null || !timeTravelAbsent(st)) None else Some(table.schema())
+    try Option(field(classOf[SparkTable], "schema").get(st).asInstanceOf[org.apache.iceberg.Schema])
+    catch { case NonFatal(_) => None }
+
+  /** The snapshot the pruned table's scans read: the one `st` pinned (null only for a table without snapshots). */
+  def scanPin(st: SparkTable): Option[Long] = Option(st.snapshotId()).map(_.longValue())
 
   def swap(pruned: PrunedIcebergTable, original: SparkTable): Option[SparkTable] =
-    if (original.branch() != null || !timeTravelAbsent(original)) None
-    else {
-      val t = new BloomSparkTable(pruned)
-      if (t.snapshotId() == original.snapshotId() && t.schema() == original.schema()) Some(t) else None
-    }
-
-  /** True when `t` is known not to be a time-travel read (its private `timeTravel` field read as null). */
-  private def timeTravelAbsent(t: SparkTable): Boolean =
     try {
-      val f = classOf[SparkTable].getDeclaredField("timeTravel")
-      f.setAccessible(true)
-      f.get(t) == null
-    } catch { case NonFatal(_) => false }
+      val t = new BloomSparkTable(pruned)
+      pins.foreach { case (owner, name) => val f = field(owner, name); f.set(t, f.get(original)) }
+      val same = pins.forall { case (owner, name) => val f = field(owner, name); f.get(t) eq f.get(original) } &&
+        t.snapshotId() == original.snapshotId() && t.branch() == original.branch() && t.schema() == original.schema()
+      if (same) Some(t) else None
+    } catch { case NonFatal(_) => None }
 }
 
-/** Iceberg's Spark table over a [[PrunedIcebergTable]] at its newest snapshot; compares unequal to the table it replaces. */
+/**
+ * Iceberg's Spark table over a [[PrunedIcebergTable]], pinned like the table it replaces; compares unequal to it
+ * (and equal only to a swap of the same read with the same indexes and predicate).
+ */
 class BloomSparkTable(val pruned: PrunedIcebergTable) extends SparkTable(pruned) with PrunedSource {
   def pruner: IndexPruner = pruned.pruner
   override def toString: String = s"${super.toString} (bloom indexes [${pruner.indexNames}] [${pruner.predicateSql}])"
   override def equals(o: Any): Boolean = o match {
     case b: BloomSparkTable => (b eq this) || (b.pruned.delegate == pruned.delegate && b.snapshotId() == snapshotId() &&
+      b.branch() == branch() && b.version() == version() && b.schema() == schema() &&
       b.pruner.predicateSql == pruner.predicateSql && b.pruner.indexNames == pruner.indexNames)
     case _ => false
   }

@@ -107,7 +107,7 @@ object IcebergSupport {
       val opts = NativeFilters.options(session, Map.empty)
       val pruner = new IndexPruner(session, used, new RowGroupSelection(false), st.name(), opts.int96Probes)
       val conf = new sparkbloom.index.SerializableConf(session.sessionState.newHadoopConf())
-      IcebergTables.swap(new PrunedIcebergTable(table, pruner, conf), st).map(t => r.copy(table = t))
+      IcebergTables.swap(new PrunedIcebergTable(table, pruner, conf, IcebergTables.scanPin(st)), st).map(t => r.copy(table = t))
     }
   }
 }
@@ -117,7 +117,8 @@ object IcebergSupport {
  * bloom indexes rule out. Not a `BaseTable`, so Iceberg plans its scan locally (not with its distributed
  * planning) and pushes no aggregate into it: an aggregate answered from manifests would not see the pruning.
  */
-class PrunedIcebergTable(val delegate: BaseTable, val pruner: IndexPruner, conf: sparkbloom.index.SerializableConf)
+class PrunedIcebergTable(val delegate: BaseTable, val pruner: IndexPruner, conf: sparkbloom.index.SerializableConf,
+    val pin: Option[Long] = None)
   extends Table with HasTableOperations with Serializable {
 
   /** The tasks of `tasks` that may hold matching rows (all of them after any error). */
@@ -141,7 +142,15 @@ class PrunedIcebergTable(val delegate: BaseTable, val pruner: IndexPruner, conf:
     CloseableIterable.withNoopClose(all.indices.filterNot(keep.contains).map(all).asJava)
   }
 
-  override def newBatchScan(): BatchScan = new PrunedBatchScan(delegate.newBatchScan(), this)
+  /**
+   * A batch scan of `delegate` whose plans leave out what the indexes rule out; reading snapshot `pin` when one
+   * is set (Iceberg 1.11's scan builder pins the snapshot of a read only for a `BaseTable` or a time travel, so
+   * a branch read of this table would otherwise scan the main branch; Iceberg's consistency check refuses that).
+   */
+  override def newBatchScan(): BatchScan = pin match {
+    case Some(id) => new PrunedBatchScan(delegate.newBatchScan().useSnapshot(id), this, pin)
+    case None => new PrunedBatchScan(delegate.newBatchScan(), this, None)
+  }
 
   override def name(): String = delegate.name()
   override def refresh(): Unit = delegate.refresh()
@@ -190,11 +199,14 @@ class PrunedIcebergTable(val delegate: BaseTable, val pruner: IndexPruner, conf:
   override def toString: String = delegate.toString
 }
 
-/** `delegate`, refined as Iceberg's scan builder asks, planning through [[PrunedIcebergTable.prune]]. */
-class PrunedBatchScan(val delegate: BatchScan, owner: PrunedIcebergTable) extends BatchScan {
-  private def wrap(s: BatchScan): BatchScan = new PrunedBatchScan(s, owner)
+/**
+ * `delegate`, refined as Iceberg's scan builder asks, planning through [[PrunedIcebergTable.prune]]. `pinned`: the
+ * snapshot `delegate` already reads; asking for it again is a no-op, asking for another one is Iceberg's error.
+ */
+class PrunedBatchScan(val delegate: BatchScan, owner: PrunedIcebergTable, pinned: Option[Long]) extends BatchScan {
+  private def wrap(s: BatchScan): BatchScan = new PrunedBatchScan(s, owner, pinned)
   override def table(): Table = owner
-  override def useSnapshot(id: Long): BatchScan = wrap(delegate.useSnapshot(id))
+  override def useSnapshot(id: Long): BatchScan = if (pinned.contains(id)) this else wrap(delegate.useSnapshot(id))
   override def useRef(ref: String): BatchScan = wrap(delegate.useRef(ref))
   override def asOfTime(ts: Long): BatchScan = wrap(delegate.asOfTime(ts))
   override def snapshot(): org.apache.iceberg.Snapshot = delegate.snapshot()

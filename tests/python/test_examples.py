@@ -112,3 +112,23 @@ def test_the_lakehouse_example_prunes_delta_and_iceberg_tables(tmp_path: Path) -
         assert r["same_rows"] and r["rows"] == 1, (fmt, r)
         assert r["files"] == 60 and r["files_read"] <= 3, (fmt, r)
         assert r["index"].startswith("by_user on "), (fmt, r)
+
+
+def test_the_lakehouse_benchmark_runs_and_checks_its_answers(tmp_path: Path) -> None:
+    """benchmarks/lakehouse.py at a small size: it must run, find every present key once, answer as with the
+    index off, and record what the scan's filesSkipped metric counts. Never asserts on time."""
+    import json
+    jars = ",".join(str(j) for j in lakehouse_jars())
+    out = tmp_path / "lakehouse.json"
+    run_python(sys.executable, [str(ROOT / "benchmarks" / "lakehouse.py"), "--jars", jars, "--files", "20",
+                                "--lookups", "3", "--out", str(out)], cwd=tmp_path, env=clean_env())
+    report = json.loads(out.read_text())
+    assert report["files"] == 20 and report["rows"] == 2000, report
+    by = {(r["source"], r["keys"]): r for r in report["results"]}
+    assert set(by) == {(s, k) for s in ("delta", "iceberg", "v2-parquet") for k in ("present", "absent")}, by
+    for (source, keys), r in by.items():
+        assert r["rows_differ_from_index_off"] == 0 and r["metric_equals_record"], r
+        assert r["rows_found"] == (3 if keys == "present" else 0), r
+        # every file's min/max spans the keys: only the index can leave files out; a present key is in one file
+        assert r["files_read_mean"] < r["files_after_format_statistics_mean"], r
+        assert r["files_read_max"] <= (3 if keys == "present" else 2), r

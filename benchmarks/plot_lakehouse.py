@@ -32,6 +32,9 @@ def main() -> None:
         ax_files.plot(sizes, present_read, "o-", color=colour, label=f"{source}: read with the index")
         ax_time.plot(sizes, series("present", "median_s_index_off"), "s--", color=colour, label=f"{source}: index off")
         ax_time.plot(sizes, series("present", "median_s_index_on"), "o-", color=colour, label=f"{source}: index on")
+        if all("median_ms_sparkbloom_probe" in x for r in runs for x in r["results"]):
+            probe_s = [ms / 1000 for ms in series("present", "median_ms_sparkbloom_probe")]
+            ax_time.plot(sizes, probe_s, "^:", color=colour, label=f"{source}: of which sparkbloom's probe")
     for ax in (ax_files, ax_time):
         ax.set_xscale("log")
         ax.set_yscale("log")

@@ -132,3 +132,35 @@ def test_the_lakehouse_benchmark_runs_and_checks_its_answers(tmp_path: Path) -> 
         # every file's min/max spans the keys: only the index can leave files out; a present key is in one file
         assert r["files_read_mean"] < r["files_after_format_statistics_mean"], r
         assert r["files_read_max"] <= (3 if keys == "present" else 2), r
+
+
+def test_the_lakehouse_example_fetches_the_builds_the_project_tests_with() -> None:
+    """examples/lakehouse.py without --jars fetches PACKAGES for the running line; those coordinates must be the
+    Delta and Iceberg builds `sbt lakehouseJars` caches for each line (project/versions.properties), with the
+    line's Scala, and every line for which both formats publish a build must have an entry."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("lakehouse_example", EXAMPLES / "lakehouse.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    props = {}
+    for raw in (ROOT / "project" / "versions.properties").read_text().splitlines():
+        if "=" in raw and not raw.lstrip().startswith("#"):
+            key, value = raw.split("=", 1)
+            props[key.strip()] = value.split()
+    scala_of = {k[len("line."):]: v[1] for k, v in props.items() if k.startswith("line.")}
+    expected = {}
+    for key, (delta, iceberg) in ((k, v) for k, v in props.items() if k.startswith("lakehouse.")):
+        line = key[len("lakehouse."):]
+        if "-" in (delta, iceberg):
+            continue
+        scala = ".".join(scala_of[line].split(".")[:2])
+        delta_artifact, delta_version = delta.split(":")
+        iceberg_artifact, iceberg_version = iceberg.split(":")
+        coords = {f"io.delta:{delta_artifact}_{scala}:{delta_version}",
+                  f"org.apache.iceberg:{iceberg_artifact}_{scala}:{iceberg_version}"}
+        expected.setdefault(line.split("_")[0], []).append((scala, coords))
+    assert set(example.PACKAGES) == set(expected), "PACKAGES lines differ from the lines with both formats"
+    for line, builds in expected.items():
+        for scala, coords in builds:
+            assert set(example.PACKAGES[line].format(scala=scala).split(",")) == coords, (line, scala)

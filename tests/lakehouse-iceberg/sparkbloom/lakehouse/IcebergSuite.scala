@@ -1,10 +1,13 @@
 package sparkbloom.lakehouse
 
 import org.apache.spark.sql.functions._
+import org.scalatest.concurrent.Eventually._
 import org.scalatest.funsuite.AnyFunSuite
+import org.scalatest.time.SpanSugar._
 
 import sparkbloom.api.DataFrameTable
 import sparkbloom.index.{BloomIndexes, ColumnSpec, TableRef}
+import sparkbloom.scan.SkippingReport
 
 /**
  * Bloom indexes on real Apache Iceberg tables (iceberg-spark-runtime from Maven Central, a Hadoop catalog on
@@ -157,6 +160,32 @@ class IcebergSuite extends AnyFunSuite with LakehouseSpark {
       .writeTo(table).overwrite(lit(true))
     val over = lookup("user_key = 'o-42' OR user_key = 'u-999'", cols = "id, user_key, v")
     assert(over.on.size == 1, over)
+  }
+
+  test("distributed planning: a pruned read is planned by Iceberg's distributed scan when the table asks for one") {
+    sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
+    sql("CREATE TABLE ice.db.dist (id BIGINT, k STRING) USING iceberg TBLPROPERTIES ('format-version' = '2', " +
+      "'write.distribution-mode' = 'none', 'read.data-planning-mode' = 'distributed')")
+    spark.range(0, 4000, 1, 40).selectExpr("id", "concat('d-', cast(id * 31 % 4000 as string)) as k").writeTo("ice.db.dist").append()
+    sql("CREATE BLOOM INDEX dix ON ice.db.dist (k)")
+    // Iceberg runs the manifests of a distributed plan as Spark jobs in this job group (SparkDistributedDataScan)
+    def planningJobs: Int = spark.sparkContext.statusTracker.getJobIdsForGroup("DATA-PLANNING").length
+    val before = planningJobs
+    val skipping = withIndexEnabled(true) {
+      val df = sql("SELECT id, k FROM ice.db.dist WHERE k = 'd-62'")
+      assert(df.collect().length == 1)
+      SkippingReport.forPlan(df.queryExecution.executedPlan)
+    }
+    assert(skipping.size == 1 && skipping.head.filesTotal == 40 && skipping.head.filesKept <= 2, skipping)
+    eventually(timeout(20.seconds), interval(100.millis)) {
+      assert(planningJobs > before, "the pruned read was planned locally although the table asks for distributed planning")
+    }
+    val o = compare(sql("SELECT id, k FROM ice.db.dist WHERE k IN ('d-62', 'd-63', 'absent')"))
+    assert(o.on == o.off && o.on.size == 2 && o.kept <= 3 && o.skipped >= 37, o.skipping)
+    // local planning asked for: still pruned, rows still Iceberg's
+    sql("ALTER TABLE ice.db.dist SET TBLPROPERTIES ('read.data-planning-mode' = 'local')")
+    val local = compare(sql("SELECT id, k FROM ice.db.dist WHERE k = 'd-62'"))
+    assert(local.on == local.off && local.on.size == 1 && local.kept <= 2, local.skipping)
   }
 
   test("harvest: the index takes the bloom filters Iceberg wrote into its Parquet files") {

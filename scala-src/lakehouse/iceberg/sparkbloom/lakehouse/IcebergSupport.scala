@@ -114,8 +114,10 @@ object IcebergSupport {
 
 /**
  * An Iceberg table that is `delegate` in every way but one: its batch scans leave out the data-file tasks the
- * bloom indexes rule out. Not a `BaseTable`, so Iceberg plans its scan locally (not with its distributed
- * planning) and pushes no aggregate into it: an aggregate answered from manifests would not see the pruning.
+ * bloom indexes rule out. Not a `BaseTable`, so Iceberg pushes no aggregate into it (an aggregate answered
+ * from manifests would not see the pruning), and its scan builder would plan it locally; so the scan is made
+ * here as Iceberg would make it for `delegate`: its distributed scan when the session and table planning modes
+ * allow one (Iceberg then reads large manifests on the executors, see [[IcebergTables.batchScan]]).
  */
 class PrunedIcebergTable(val delegate: BaseTable, val pruner: IndexPruner, conf: sparkbloom.index.SerializableConf,
     val pin: Option[Long] = None)
@@ -148,9 +150,14 @@ class PrunedIcebergTable(val delegate: BaseTable, val pruner: IndexPruner, conf:
    * a branch read of this table would otherwise scan the main branch; Iceberg's consistency check refuses that).
    */
   override def newBatchScan(): BatchScan = pin match {
-    case Some(id) => new PrunedBatchScan(delegate.newBatchScan().useSnapshot(id), this, pin)
-    case None => new PrunedBatchScan(delegate.newBatchScan(), this, None)
+    case Some(id) => new PrunedBatchScan(planningScan().useSnapshot(id), this, pin)
+    case None => new PrunedBatchScan(planningScan(), this, None)
   }
+
+  /** The scan Iceberg's scan builder would start from for `delegate`: distributed or local, as its planning modes say. */
+  private def planningScan(): BatchScan =
+    try IcebergTables.batchScan(SparkSession.active, delegate)
+    catch { case NonFatal(_) => delegate.newBatchScan() }
 
   override def name(): String = delegate.name()
   override def refresh(): Unit = delegate.refresh()

@@ -8,7 +8,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import List
+from typing import Dict, List
 
 import pytest
 from pyspark.sql import SparkSession
@@ -83,12 +83,17 @@ def test_the_scala_example_runs_in_spark_shell(tmp_path: Path) -> None:
     assert re.search(r"read \d+ of 20 files", out), out[-4000:]
 
 
+def versions() -> Dict[str, List[str]]:
+    """project/versions.properties: each key with its whitespace-separated fields."""
+    return {k.strip(): v.split() for k, v in (
+        line.split("=", 1) for line in (ROOT / "project" / "versions.properties").read_text().splitlines()
+        if "=" in line and not line.lstrip().startswith("#"))}
+
+
 def lakehouse_jars() -> List[Path]:
     """The running line's Delta Lake and Iceberg runtime jars, as ``sbt lakehouseJars`` (run by dev/test and
     dev/demo) copied them from the build's Maven cache to target/lakehouse/spark-<line>; nothing is fetched here."""
-    props = {k.strip(): v.split() for k, v in (
-        line.split("=", 1) for line in (ROOT / "project" / "versions.properties").read_text().splitlines()
-        if "=" in line and not line.lstrip().startswith("#"))}
+    props = versions()
     line = os.environ.get("SPARKBLOOM_LINE", props["defaultLine"][0])
     if "-" in props.get(f"lakehouse.{line}", ["-", "-"]):
         pytest.skip(f"Spark line {line} lacks Delta or Iceberg artifacts (project/versions.properties)")
@@ -143,11 +148,7 @@ def test_the_lakehouse_example_fetches_the_builds_the_project_tests_with() -> No
     spec = importlib.util.spec_from_file_location("lakehouse_example", EXAMPLES / "lakehouse.py")
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
-    props = {}
-    for raw in (ROOT / "project" / "versions.properties").read_text().splitlines():
-        if "=" in raw and not raw.lstrip().startswith("#"):
-            key, value = raw.split("=", 1)
-            props[key.strip()] = value.split()
+    props = versions()
     scala_of = {k[len("line."):]: v[1] for k, v in props.items() if k.startswith("line.")}
     expected = {}
     for key, (delta, iceberg) in ((k, v) for k, v in props.items() if k.startswith("lakehouse.")):

@@ -29,15 +29,9 @@ object IcebergTables {
     else if (st.branch() != null) SnapshotUtil.schemaFor(table, st.branch())
     else table.schema())
 
-  /**
-   * The scan Iceberg's scan builder makes for a `BaseTable`: its distributed scan (which plans large manifests
-   * on the executors, AUTO mode deciding per scan) unless the session or table sets both planning modes to local.
-   */
-  def batchScan(spark: org.apache.spark.sql.SparkSession, table: org.apache.iceberg.BaseTable): org.apache.iceberg.BatchScan = {
-    val readConf = new org.apache.iceberg.spark.SparkReadConf(spark, table, java.util.Collections.emptyMap[String, String]())
-    if (readConf.distributedPlanningEnabled()) new org.apache.iceberg.SparkDistributedDataScan(spark, table, readConf)
-    else table.newBatchScan()
-  }
+  /** Iceberg's read settings for `table` with no per-read options (1.10 takes them as a plain map). */
+  def readConf(spark: org.apache.spark.sql.SparkSession, table: org.apache.iceberg.Table): org.apache.iceberg.spark.SparkReadConf =
+    new org.apache.iceberg.spark.SparkReadConf(spark, table, java.util.Collections.emptyMap[String, String]())
 
   /** None: Iceberg 1.10's scan builder asks the scan for the snapshot or branch of every read itself. */
   def scanPin(st: SparkTable): Option[Long] = None

@@ -35,17 +35,9 @@ object IcebergTables {
     try Option(field(classOf[SparkTable], "schema").get(st).asInstanceOf[org.apache.iceberg.Schema])
     catch { case NonFatal(_) => None }
 
-  /**
-   * The scan Iceberg's scan builder makes for `table`: its distributed scan (which plans large manifests on the
-   * executors, AUTO mode deciding per scan) when the table supports it and the session or table planning modes
-   * are not both local; else the table's own (local) batch scan.
-   */
-  def batchScan(spark: org.apache.spark.sql.SparkSession, table: org.apache.iceberg.BaseTable): org.apache.iceberg.BatchScan = {
-    val readConf = new org.apache.iceberg.spark.SparkReadConf(spark, table,
-      org.apache.spark.sql.util.CaseInsensitiveStringMap.empty())
-    if (readConf.distributedPlanningEnabled()) new org.apache.iceberg.SparkDistributedDataScan(spark, table, readConf)
-    else table.newBatchScan()
-  }
+  /** Iceberg's read settings for `table` with no per-read options (1.11 takes them as a CaseInsensitiveStringMap). */
+  def readConf(spark: org.apache.spark.sql.SparkSession, table: org.apache.iceberg.Table): org.apache.iceberg.spark.SparkReadConf =
+    new org.apache.iceberg.spark.SparkReadConf(spark, table, org.apache.spark.sql.util.CaseInsensitiveStringMap.empty())
 
   /** The snapshot the pruned table's scans read: the one `st` pinned (null only for a table without snapshots). */
   def scanPin(st: SparkTable): Option[Long] = Option(st.snapshotId()).map(_.longValue())

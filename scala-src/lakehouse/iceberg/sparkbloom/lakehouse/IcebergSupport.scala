@@ -117,7 +117,7 @@ object IcebergSupport {
  * bloom indexes rule out. Not a `BaseTable`, so Iceberg pushes no aggregate into it (an aggregate answered
  * from manifests would not see the pruning), and its scan builder would plan it locally; so the scan is made
  * here as Iceberg would make it for `delegate`: its distributed scan when the session and table planning modes
- * allow one (Iceberg then reads large manifests on the executors, see [[IcebergTables.batchScan]]).
+ * allow one (Iceberg then reads large manifests on the executors).
  */
 class PrunedIcebergTable(val delegate: BaseTable, val pruner: IndexPruner, conf: sparkbloom.index.SerializableConf,
     val pin: Option[Long] = None)
@@ -154,10 +154,19 @@ class PrunedIcebergTable(val delegate: BaseTable, val pruner: IndexPruner, conf:
     case None => new PrunedBatchScan(planningScan(), this, None)
   }
 
-  /** The scan Iceberg's scan builder would start from for `delegate`: distributed or local, as its planning modes say. */
+  /**
+   * The scan Iceberg's scan builder would start from for `delegate`: its distributed scan (which plans large
+   * manifests on the executors, AUTO mode deciding per scan) when the table allows it and the session or table
+   * planning modes are not both local (Iceberg's `SparkReadConf` decides, as for its own reads); else the
+   * table's own local batch scan, also after any error.
+   */
   private def planningScan(): BatchScan =
-    try IcebergTables.batchScan(SparkSession.active, delegate)
-    catch { case NonFatal(_) => delegate.newBatchScan() }
+    try {
+      val spark = SparkSession.active
+      val readConf = IcebergTables.readConf(spark, delegate)
+      if (readConf.distributedPlanningEnabled()) new org.apache.iceberg.SparkDistributedDataScan(spark, delegate, readConf)
+      else delegate.newBatchScan()
+    } catch { case NonFatal(_) => delegate.newBatchScan() }
 
   override def name(): String = delegate.name()
   override def refresh(): Unit = delegate.refresh()

@@ -35,6 +35,10 @@ def lakehouseArtifact(i: Int): Option[(String, String)] =
 val deltaArtifact: Option[(String, String)] = lakehouseArtifact(0)
 val icebergArtifact: Option[(String, String)] = lakehouseArtifact(1)
 val LakehouseRuntime = config("lakehouse-runtime").hide
+/** The major.minor versions of the libraries the line builds against, naming the variant directories it compiles. */
+val libraryVersions: Map[String, (Int, Int)] = Map("spark" -> sparkLine.minor) ++
+  deltaArtifact.map { case (_, ver) => "delta" -> SparkLines.majorMinor(ver.split('.').take(2).mkString(".")) } ++
+  icebergArtifact.map { case (_, ver) => "iceberg" -> SparkLines.majorMinor(ver.split('.').take(2).mkString(".")) }
 def lakehouseModules(conf: Configuration): Seq[ModuleID] =
   deltaArtifact.toSeq.flatMap { case (name, ver) => Seq("io.delta" % name % ver % conf, "io.delta" % "delta-storage" % ver % conf) } ++
     icebergArtifact.toSeq.map { case (name, ver) => "org.apache.iceberg" % name % ver % conf }
@@ -54,17 +58,11 @@ lazy val root = (project in file("."))
     name := s"sparkbloom-spark${sparkLine.id}",
     target := baseDirectory.value / "target" / s"spark-${sparkLine.id}",
     Compile / scalaSource := baseDirectory.value / "scala-src" / "main" / "scala",
-    Compile / unmanagedSourceDirectories ++= SparkLines.shimDirs(baseDirectory.value / "scala-src" / "shims", sparkLine),
+    Compile / unmanagedSourceDirectories ++= SparkLines.variantDirs(baseDirectory.value / "scala-src" / "shims", libraryVersions),
     Test / unmanagedSourceDirectories ++= SparkLines.shimDirs(baseDirectory.value / "tests" / "shims", sparkLine),
-    // Delta and Iceberg integration: each compiled where its project publishes an artifact, a stub elsewhere.
-    Compile / unmanagedSourceDirectories ++= Seq(
-      baseDirectory.value / "scala-src" / "lakehouse" / (if (deltaArtifact.isDefined) "delta" else "delta-none"),
-      baseDirectory.value / "scala-src" / "lakehouse" / (if (icebergArtifact.isDefined) "iceberg" else "iceberg-none")) ++
-      // Iceberg's SparkTable constructors changed in 1.11 (the Spark 4.1 runtime): IcebergTables differs.
-      icebergArtifact.map { case (_, ver) =>
-        val Array(major, minor) = ver.split('.').take(2).map(_.toInt)
-        baseDirectory.value / "scala-src" / "lakehouse" / (if (major == 1 && minor <= 10) "iceberg-1.10" else "iceberg-1.11+")
-      },
+    // Table formats (Delta Lake, Iceberg): variant directories chosen by the same rule as the Spark shims, by the
+    // versions of the libraries the line has (a format the line has no build of compiles nothing at all).
+    Compile / unmanagedSourceDirectories ++= SparkLines.variantDirs(baseDirectory.value / "scala-src" / "formats", libraryVersions),
     // The lakehouse suites (real Delta and Iceberg tables): each format's where the line has it (tests/lakehouse
     // holds what they share). The full Scala suites run on the default line; dev/matrix's full mode runs these on each.
     Test / unmanagedSourceDirectories ++= (if (deltaArtifact.isDefined || icebergArtifact.isDefined) Seq(baseDirectory.value / "tests" / "lakehouse") else Nil) ++

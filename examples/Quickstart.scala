@@ -5,7 +5,8 @@
 //   spark-shell --properties-file /tmp/sparkbloom.conf -i examples/Quickstart.scala   # stays in the shell
 //   spark-shell --properties-file /tmp/sparkbloom.conf < examples/Quickstart.scala    # exits when done
 // In a compiled application, put the lines below in a method taking the SparkSession `spark`.
-import sparkbloom.index.{BloomIndexes, ColumnSpec, TableRef}
+import sparkbloom.api.BloomIndexes
+import sparkbloom.index.{ColumnSpec, TableRef}
 import sparkbloom.scan.SkippingReport
 
 val quickstartPath = java.nio.file.Files.createTempDirectory("sparkbloom-quickstart").resolve("events").toString

@@ -12,16 +12,7 @@ case class SparkLine(id: String, spark: String, scala: String, parquet: String, 
   /** Spark's major.minor, e.g. (4, 1). */
   val minor: (Int, Int) = SparkLines.majorMinor(spark.split('.').take(2).mkString("."))
 
-  def servedBy(shimDirName: String): Boolean = {
-    val ord = implicitly[Ordering[(Int, Int)]]
-    shimDirName.stripPrefix("spark-") match {
-      case r if r.endsWith("+") => ord.gteq(minor, SparkLines.majorMinor(r.dropRight(1)))
-      case r if r.contains("-") =>
-        val Array(a, b) = r.split('-')
-        ord.gteq(minor, SparkLines.majorMinor(a)) && ord.lteq(minor, SparkLines.majorMinor(b))
-      case r => minor == SparkLines.majorMinor(r)
-    }
-  }
+  def servedBy(shimDirName: String): Boolean = SparkLines.serves(shimDirName, Map("spark" -> minor))
 }
 
 object SparkLines {
@@ -39,11 +30,33 @@ object SparkLines {
         sys.error(s"sparkbloom.line=$id is not a row of project/versions.properties (lines: ${known.mkString(", ")})")
     }
 
+  /**
+   * Whether variant directory `dirName` serves a build whose libraries have the major.minor `versions` (e.g.
+   * spark -> (4, 1), iceberg -> (1, 11)). A directory is named by one library and the versions it serves:
+   * `<lib>-A` (that minor), `<lib>-A-B` (A to B) or `<lib>-A+` (A and later); a library the build does not
+   * have (absent from `versions`) is served by none of its directories.
+   */
+  def serves(dirName: String, versions: Map[String, (Int, Int)]): Boolean = {
+    val ord = implicitly[Ordering[(Int, Int)]]
+    val dash = dirName.indexOf('-')
+    if (dash <= 0) sys.error(s"variant directory '$dirName' is not named <library>-<versions>")
+    versions.get(dirName.substring(0, dash)).exists { v =>
+      dirName.substring(dash + 1) match {
+        case r if r.endsWith("+") => ord.gteq(v, majorMinor(r.dropRight(1)))
+        case r if r.contains("-") =>
+          val Array(a, b) = r.split('-')
+          ord.gteq(v, majorMinor(a)) && ord.lteq(v, majorMinor(b))
+        case r => v == majorMinor(r)
+      }
+    }
+  }
+
+  /** The variant directories under `base` that serve `versions` (see [[serves]]), in name order. */
+  def variantDirs(base: File, versions: Map[String, (Int, Int)]): Seq[File] =
+    Option(base.listFiles).toSeq.flatten.filter(d => d.isDirectory && serves(d.getName, versions)).sortBy(_.getName)
+
   /** The shim directories under `base` that serve `line`, in name order. */
-  def shimDirs(base: File, line: SparkLine): Seq[File] =
-    Option(base.listFiles).toSeq.flatten
-      .filter(d => d.isDirectory && d.getName.startsWith("spark-") && line.servedBy(d.getName))
-      .sortBy(_.getName)
+  def shimDirs(base: File, line: SparkLine): Seq[File] = variantDirs(base, Map("spark" -> line.minor))
 
   /** Spark's own jars inside a pyspark release, extracted by dev/common.sh (for a Spark not on Central). */
   def pysparkJars(root: File, line: SparkLine): Seq[File] =

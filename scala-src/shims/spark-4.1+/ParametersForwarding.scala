@@ -9,7 +9,10 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
  * parameter markers and is parsed by `parsePlan`).
  */
 trait ParametersForwarding extends RoutineParamForwarding {
+  /** Whether `sqlText` is a statement of the parser's own (parsed by `parsePlan`, not forwarded). */
+  protected def claims(sqlText: String): Boolean
+
   override def parsePlanWithParameters(sqlText: String, context: ParameterContext): LogicalPlan =
-    if (sparkbloom.sql.BloomSqlParser.claims(sqlText)) parsePlan(sqlText)
+    if (claims(sqlText)) parsePlan(sqlText)
     else delegate.parsePlanWithParameters(sqlText, context)
 }

@@ -2,6 +2,12 @@ package sparkbloom
 
 import org.apache.spark.sql.SparkSessionExtensions
 
+import sparkbloom.formats.TableFormats
+import sparkbloom.functions.BloomFunctions
+import sparkbloom.index.TableFormat
+import sparkbloom.optimizer.{BloomScanRule, BloomSkippingRule}
+import sparkbloom.sql.BloomSqlParser
+
 /**
  * The class users name in `spark.sql.extensions`:
  * {{{
@@ -15,18 +21,19 @@ class SparkBloomExtensions extends (SparkSessionExtensions => Unit) {
     BuildInfo.checkRuntime()
 
     // parser: CREATE / DROP / REFRESH / SHOW / DESCRIBE BLOOM INDEX (+ Databricks' BLOOMFILTER INDEX)
-    ext.injectParser((_, delegate) => new sql.BloomSqlParser(delegate))
+    ext.injectParser((_, delegate) => new BloomSqlParser(delegate))
 
-    // optimizer: push =, <=>, IN, IS NULL down to bloom indexes
-    ext.injectOptimizerRule(session => new optimizer.BloomSkippingRule(session))
+    // optimizer: push =, <=>, IN, IS NULL down to bloom indexes, through the table formats (TableFormats)
+    ext.injectOptimizerRule(session => new BloomSkippingRule(session, TableFormats.all, TableFormat.Optimizer))
 
     // after Delta's own data skipping (list sparkbloom after Delta's extension): Delta scans
-    ext.injectPreCBORule(session => new lakehouse.LakehousePreCboRule(session))
+    ext.injectPreCBORule(session => new BloomSkippingRule(session, TableFormats.all, TableFormat.PreCbo))
 
-    // physical plan: SQL metrics (files / row groups skipped, index bytes read, probe time) over pruned scans
-    ext.injectColumnar(session => new scan.BloomScanMetricsRule(session))
+    // physical plan: V2 scans pruned once filters are pushed into them; SQL metrics (files / row groups
+    // skipped, index bytes read, probe time) over pruned scans
+    ext.injectColumnar(session => new BloomScanRule(session, TableFormats.all))
 
     // functions: sbbf_hash, sbbf_num_bytes, sbbf_agg, sbbf_might_contain
-    functions.BloomFunctions.all.foreach(ext.injectFunction)
+    BloomFunctions.all.foreach(ext.injectFunction)
   }
 }

@@ -3,8 +3,8 @@ package sparkbloom.lakehouse
 import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
-import sparkbloom.api.DataFrameTable
-import sparkbloom.index.{BloomIndexes, TableRef}
+import sparkbloom.api.{BloomIndexes, DataFrameTable}
+import sparkbloom.index.TableRef
 
 /**
  * Bloom indexes on real Delta Lake tables (delta-spark from Maven Central, DeltaCatalog as the session

@@ -5,8 +5,8 @@ import org.scalatest.concurrent.Eventually._
 import org.scalatest.funsuite.AnyFunSuite
 import org.scalatest.time.SpanSugar._
 
-import sparkbloom.api.DataFrameTable
-import sparkbloom.index.{BloomIndexes, ColumnSpec, TableRef}
+import sparkbloom.api.{BloomIndexes, DataFrameTable}
+import sparkbloom.index.{ColumnSpec, TableRef}
 import sparkbloom.scan.SkippingReport
 
 /**

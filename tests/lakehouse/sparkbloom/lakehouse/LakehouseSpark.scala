@@ -6,7 +6,9 @@ import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 
-import sparkbloom.scan.{BloomScanMetricsExec, ScanSkipping, SkippingReport}
+import sparkbloom.api.BloomIndexes
+import sparkbloom.index.{ColumnSpec, ScanSkipping}
+import sparkbloom.scan.{BloomScanMetricsExec, SkippingReport}
 
 /**
  * A local session with a table format's extension listed before sparkbloom's (as `sparkbloom.configure()`
@@ -48,7 +50,7 @@ trait LakehouseSpark extends sparkbloom.SparkSessionSuite with AdaptiveSparkPlan
     spark.conf.set("spark.sql.datetime.java8API.enabled", "true")
     val rows = RandomTables.rows(new scala.util.Random(seed), 4800, 0L).toIndexedSeq
     write(spark.createDataFrame(spark.sparkContext.parallelize(rows, 24), RandomTables.schema))
-    sparkbloom.index.BloomIndexes.create(spark, ref, "fz", RandomTables.indexed.map(f => sparkbloom.index.ColumnSpec(f.name)),
+    BloomIndexes.create(spark, ref, "fz", RandomTables.indexed.map(f => ColumnSpec(f.name)),
       Map.empty, ifNotExists = false)
     def render(df: DataFrame): Seq[String] = df.collect().toSeq.map(_.toSeq.map {
       case b: Array[Byte] => b.map("%02x".format(_)).mkString("0x", "", "")

@@ -9,6 +9,7 @@ import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.AllTypesData
+import sparkbloom.api.BloomIndexes
 import sparkbloom.index.sliced.ColumnSlice
 import sparkbloom.parquet.{ChunkHasher, Footers}
 import sparkbloom.testing.LocalSpark
@@ -22,7 +23,7 @@ class BuildFastPathSuite extends AnyFunSuite with LocalSpark {
 
   private def loaded(dir: String, name: String): IndexVersion = {
     val conf = spark.sessionState.newHadoopConf()
-    val idx = BloomIndexes.indexDir(spark, TableResolver.resolve(spark, TableRef.Path(dir)), name)
+    val idx = IndexManager.indexDir(spark, BloomIndexes.resolve(spark, TableRef.Path(dir)), name)
     val fs = idx.getFileSystem(conf)
     IndexStore.load(fs, conf, idx, IndexStore.latestMeta(fs, idx)._1.get)
   }

@@ -3,6 +3,7 @@ package sparkbloom.index
 import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
+import sparkbloom.api.BloomIndexes
 import sparkbloom.testing.LocalSpark
 
 class CatalogTableSuite extends AnyFunSuite with LocalSpark {

@@ -8,8 +8,9 @@ import org.apache.spark.sql.functions._
 import org.apache.spark.sql.types.LongType
 import org.scalatest.funsuite.AnyFunSuite
 
+import sparkbloom.api.BloomIndexes
 import sparkbloom.index.sliced.{Probers, SlicedProbe}
-import sparkbloom.optimizer.BloomPredicate
+import sparkbloom.predicate.BloomPredicate
 import sparkbloom.sbbf.Sizing
 import sparkbloom.testing.LocalSpark
 
@@ -29,7 +30,7 @@ class FppBudgetSuite extends AnyFunSuite with LocalSpark {
 
   private def loaded(dir: String, name: String = "ix"): IndexVersion = {
     val conf = spark.sessionState.newHadoopConf()
-    val idx = BloomIndexes.indexDir(spark, TableResolver.resolve(spark, TableRef.Path(dir)), name)
+    val idx = IndexManager.indexDir(spark, BloomIndexes.resolve(spark, TableRef.Path(dir)), name)
     val fs = idx.getFileSystem(conf)
     IndexStore.load(fs, conf, idx, IndexStore.latestMeta(fs, idx)._1.get)
   }
@@ -54,24 +55,6 @@ class FppBudgetSuite extends AnyFunSuite with LocalSpark {
     assert(FilterSizer(Map("a" -> FppPolicy.PerRowGroup(0.01)), Map.empty, 32).targetFpp("a", 7, 7, 7) == 0.01)
     assert(FilterSizer(Map("a" -> FppPolicy.TableBudget(3.0)), Map("a" -> 10L), 32).targetFpp("a", 10, 10, 10) ==
       FppPolicy.MaxRowGroupFpp)
-  }
-
-  test("block counts round up to {4..7}·2^k: at most 1.25× the exact size, never fewer blocks") {
-    for (b <- (1L to 5000L) ++ Seq(1L << 22, (1L << 22) - 1, 123456789L)) {
-      val g = IndexSizing.roundUpToGrid(b)
-      assert(g >= b && g <= math.max(b * 1.25, b + 0.0), s"$b -> $g")
-      val shift = math.max(0, 63 - java.lang.Long.numberOfLeadingZeros(g) - 2)
-      assert(g < 8 || ((g >>> shift) >= 4 && (g >>> shift) <= 7 && (g & ((1L << shift) - 1)) == 0), s"$b -> $g off the grid")
-    }
-    assert((1L to 1000000L).map(IndexSizing.roundUpToGrid).distinct.size < 4 * 20 + 8)
-  }
-
-  test("filter sizes from the FPP grid always meet the row group's target") {
-    for (p <- Seq(0.5, 0.3, 0.1, 0.0123, 1e-3, 3.3e-4, 1e-5, 2.2e-7); n <- Seq(1L, 37L, 1000L, 123457L)) {
-      val bytes = IndexSizing.bytesFor(n, p)
-      assert(Sizing.fpp(bytes, n) <= p * 1.0000001, s"p=$p n=$n bytes=$bytes fpp=${Sizing.fpp(bytes, n)}")
-      assert(IndexSizing.bitsPerValue(p) <= Sizing.bitsPerValue(p) * 1.02, s"p=$p") // the grid costs < 2% bits
-    }
   }
 
   test("by default an index keeps the false reads per key within 0.1 over the whole table, as measured") {
@@ -177,7 +160,7 @@ class FppBudgetSuite extends AnyFunSuite with LocalSpark {
     BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id")), Map("fpp" -> "0.01"), ifNotExists = false)
     // Rewrite the commit as the first release wrote it: fpp a number on the index and on every column,
     // none of the fields added since.
-    val indexDir = BloomIndexes.indexDir(spark, TableResolver.resolve(spark, TableRef.Path(dir)), "ix")
+    val indexDir = IndexManager.indexDir(spark, BloomIndexes.resolve(spark, TableRef.Path(dir)), "ix")
     val commit = Paths.get(new Path(indexDir, "_commits/1.json").toUri)
     val json = IndexStore.mapper.readTree(Files.readAllBytes(commit)).asInstanceOf[com.fasterxml.jackson.databind.node.ObjectNode]
     Seq("falseReadsPerKey", "fppScope", "maxBitsPerValue", "columnStats").foreach(json.remove)

@@ -3,6 +3,7 @@ package sparkbloom.index
 import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
+import sparkbloom.api.BloomIndexes
 import sparkbloom.index.sliced.IndexCache
 import sparkbloom.testing.LocalSpark
 
@@ -19,7 +20,7 @@ class SlicedIndexSuite extends AnyFunSuite with LocalSpark {
   }
   private def version(dir: String): IndexVersion = {
     val conf = spark.sessionState.newHadoopConf()
-    val idx = BloomIndexes.indexDir(spark, TableResolver.resolve(spark, TableRef.Path(dir)), "ix")
+    val idx = IndexManager.indexDir(spark, BloomIndexes.resolve(spark, TableRef.Path(dir)), "ix")
     val fs = idx.getFileSystem(conf)
     IndexStore.load(fs, conf, idx, IndexStore.latestMeta(fs, idx)._1.get)
   }

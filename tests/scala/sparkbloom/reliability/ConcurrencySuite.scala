@@ -12,7 +12,8 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
-import sparkbloom.index.{BloomIndexes, ColumnSpec, ConcurrentIndexUpdateException, IndexDescription, IndexStore, TableRef}
+import sparkbloom.api.BloomIndexes
+import sparkbloom.index.{ColumnSpec, ConcurrentIndexUpdateException, IndexDescription, IndexStore, TableRef}
 import sparkbloom.testing.LocalSpark
 
 /**

@@ -6,7 +6,8 @@ import java.nio.file.{Files, StandardCopyOption}
 import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
-import sparkbloom.index.{BloomIndexException, BloomIndexes, ColumnSpec, IndexDescription, IndexStore, TableRef}
+import sparkbloom.api.BloomIndexes
+import sparkbloom.index.{BloomIndexException, ColumnSpec, IndexDescription, IndexStore, TableRef}
 import sparkbloom.testing.LocalSpark
 
 /**

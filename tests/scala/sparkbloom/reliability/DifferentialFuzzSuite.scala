@@ -6,7 +6,8 @@ import scala.util.Random
 import org.apache.spark.sql.{Column, DataFrame, Row}
 import org.scalatest.funsuite.AnyFunSuite
 
-import sparkbloom.index.{BloomIndexes, ColumnSpec, TableRef}
+import sparkbloom.api.BloomIndexes
+import sparkbloom.index.{ColumnSpec, TableRef}
 import sparkbloom.scan.SkippingReport
 import sparkbloom.testing.LocalSpark
 

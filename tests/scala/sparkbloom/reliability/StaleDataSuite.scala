@@ -6,7 +6,8 @@ import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
-import sparkbloom.index.{BloomIndexes, ColumnSpec, IndexDescription, TableRef}
+import sparkbloom.api.BloomIndexes
+import sparkbloom.index.{ColumnSpec, IndexDescription, TableRef}
 import sparkbloom.testing.LocalSpark
 
 /**

@@ -2,6 +2,8 @@ package sparkbloom.sbbf
 
 import org.scalatest.funsuite.AnyFunSuite
 
+import Sizing._
+
 /** Sizing: the spec/arrow-rs table, other writers' sizes, and the Putze FPP model (vectors.md §4). */
 class SizingSuite extends AnyFunSuite {
 
@@ -105,5 +107,39 @@ class SizingSuite extends AnyFunSuite {
     assert(ns.map(Sizing.fpp(4096, _)).sliding(2).forall { case Seq(a, b) => a < b })
     assert(math.abs(Sizing.fpp(4096, 1000) - Sizing.fpp(8192, 2000)) < 1e-12)
     assert(Sizing.fpp(32, 100000) <= 1.0 && Sizing.fpp(32, 100000) > 0.99)
+  }
+
+  test("block counts round up to {4..7}·2^k: at most 1.25× the exact size, never fewer blocks") {
+    for (b <- (1L to 5000L) ++ Seq(1L << 22, (1L << 22) - 1, 123456789L)) {
+      val g = roundUpToGrid(b)
+      assert(g >= b && g <= math.max(b * 1.25, b + 0.0), s"$b -> $g")
+      val shift = math.max(0, 63 - java.lang.Long.numberOfLeadingZeros(g) - 2)
+      assert(g < 8 || ((g >>> shift) >= 4 && (g >>> shift) <= 7 && (g & ((1L << shift) - 1)) == 0), s"$b -> $g off the grid")
+    }
+    assert((1L to 1000000L).map(roundUpToGrid).distinct.size < 4 * 20 + 8)
+  }
+
+  test("filter sizes from the FPP grid always meet the row group's target") {
+    for (p <- Seq(0.5, 0.3, 0.1, 0.0123, 1e-3, 3.3e-4, 1e-5, 2.2e-7); n <- Seq(1L, 37L, 1000L, 123457L)) {
+      val bytes = indexBytes(n, p)
+      assert(fpp(bytes, n) <= p * 1.0000001, s"p=$p n=$n bytes=$bytes fpp=${fpp(bytes, n)}")
+      assert(indexBitsPerValue(p) <= bitsPerValue(p) * 1.02, s"p=$p") // the grid costs < 2% bits
+    }
+  }
+
+  test("every filter size is whole blocks between 32 B and 128 MiB, spec table or index grid alike") {
+    val rnd = new scala.util.Random(11)
+    for (_ <- 1 to 2000) {
+      val n = (math.pow(10, rnd.nextDouble() * 9)).toLong
+      val p = math.pow(10, -rnd.nextDouble() * 8) * 0.99
+      for ((what, bytes) <- Seq("numBytes" -> numBytes(n, p), "indexBytes" -> indexBytes(n, p))) {
+        assert(bytes % Sbbf.BytesPerBlock == 0 && bytes >= Sbbf.MinBytes && bytes <= Sbbf.MaxBytes, s"$what($n, $p) = $bytes")
+      }
+      // The index's filter is the smallest on its grid meeting the target: at most 1.25x the exact Putze size
+      // (filters of fewer than 8 blocks are exact already).
+      val exactBlocks = math.max(1L, math.ceil(n * indexBitsPerValue(p) / 256.0).toLong)
+      assert(indexBytes(n, p) <= math.min(Sbbf.MaxBytes.toLong, math.max(exactBlocks * 32 * 5 / 4, 32L * 7)),
+        s"indexBytes($n, $p)")
+    }
   }
 }

@@ -7,6 +7,8 @@ import scala.collection.mutable
 import org.apache.spark.sql.execution.datasources.FileIndex
 import org.scalatest.funsuite.AnyFunSuite
 
+import sparkbloom.index.RowGroupSelection
+
 /**
  * Every method of the running Spark's FileIndex except `listFiles` (where the pruning is) is answered by
  * the wrapped index: found by reflection, so a method a Spark line adds (4.3's `isTimeTravel`, whose

@@ -5,7 +5,8 @@ import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.TestSupport
-import sparkbloom.index.{BloomIndexes, ColumnSpec, TableRef}
+import sparkbloom.api.BloomIndexes
+import sparkbloom.index.{ColumnSpec, TableRef}
 import sparkbloom.testing.LocalSpark
 
 /**

@@ -9,7 +9,8 @@ import org.apache.spark.sql.execution.FileSourceScanExec
 import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
-import sparkbloom.index.{BloomIndexes, ColumnSpec, TableRef}
+import sparkbloom.api.BloomIndexes
+import sparkbloom.index.{ColumnSpec, ScanSkipping, TableRef}
 import sparkbloom.index.sliced.IndexCache
 import sparkbloom.testing.LocalSpark
 

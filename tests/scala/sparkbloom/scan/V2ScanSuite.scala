@@ -5,8 +5,8 @@ import org.apache.spark.sql.execution.datasources.v2.BatchScanExec
 import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
-import sparkbloom.api.DataFrameTable
-import sparkbloom.index.{BloomIndexes, ColumnSpec, TableRef}
+import sparkbloom.api.{BloomIndexes, DataFrameTable}
+import sparkbloom.index.{ColumnSpec, ScanSkipping, TableRef}
 import sparkbloom.testing.LocalSpark
 
 /**

@@ -7,7 +7,8 @@ import org.apache.spark.sql.execution.FileSourceScanExec
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 import org.scalatest.{BeforeAndAfterAll, Suite}
 
-import sparkbloom.scan.{ScanSkipping, SkippingReport}
+import sparkbloom.index.ScanSkipping
+import sparkbloom.scan.SkippingReport
 
 /** One small local Spark session per suite, with the sparkbloom extension, and skipping helpers. */
 trait LocalSpark extends BeforeAndAfterAll with AdaptiveSparkPlanHelper { self: Suite =>

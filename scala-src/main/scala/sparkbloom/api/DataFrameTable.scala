@@ -2,16 +2,14 @@ package sparkbloom.api
 
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.catalyst.analysis.{caseInsensitiveResolution, caseSensitiveResolution}
-import org.apache.spark.sql.catalyst.catalog.CatalogTable
 import org.apache.spark.sql.catalyst.expressions.{Alias, Attribute, ExprId}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LocalRelation, LogicalPlan, Project, SubqueryAlias, View}
 import org.apache.spark.sql.execution.LogicalRDD
-import org.apache.spark.sql.execution.datasources.{CatalogFileIndex, HadoopFsRelation, InMemoryFileIndex, LogicalRelation}
-import org.apache.spark.sql.execution.datasources.v2.parquet.ParquetTable
-import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
+import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
 
-import sparkbloom.index.{BloomIndexException, TableRef}
+import sparkbloom.formats.TableFormats
+import sparkbloom.index.{BloomIndexException, NotIndexableException, TableFormat, TableRef}
 
 /**
  * Which table, and which of its columns, `df.bloomFilterIndex(cols)` means: only a plain scan of Parquet
@@ -71,51 +69,22 @@ object DataFrameTable {
     case f: Filter => scan(f.child)
     case s: SubqueryAlias => scan(s.child)
     case v: View => scan(v.child)
-    case l: LogicalRelation if sparkbloom.lakehouse.Lakehouse.tableRef(l).isDefined =>
-      (sparkbloom.lakehouse.Lakehouse.tableRef(l).get, l) // Delta
-    case r: DataSourceV2Relation if sparkbloom.lakehouse.Lakehouse.tableRef(r).isDefined =>
-      (sparkbloom.lakehouse.Lakehouse.tableRef(r).get, r) // Iceberg
-    case l: LogicalRelation => l.relation match {
-      // Exactly Spark's own Parquet format: subclasses (Delta's, for one) add files or deletion rules
-      // that an index over the raw files would not see.
-      case fs: HadoopFsRelation if fs.fileFormat.getClass == classOf[ParquetFileFormat] =>
-        fs.location match {
-          case _: InMemoryFileIndex | _: CatalogFileIndex => (fromRelation(fs, l.catalogTable), l)
-          case other => unsupported(s"lists its files with ${other.getClass.getSimpleName}, not a plain directory listing")
+    case leaf =>
+      val table = try TableFormat.first(TableFormats.all)(_.tableOf(leaf)) catch {
+        case e: NotIndexableException => unsupported(e.reason)
+      }
+      table.map(_ -> leaf).getOrElse(leaf match {
+        case l: LogicalRelation => l.relation match {
+          case fs: HadoopFsRelation => unsupported(s"reads ${fs.fileFormat} files, not Parquet")
+          case other => unsupported(s"reads from ${other.getClass.getSimpleName}, not Parquet files")
         }
-      case fs: HadoopFsRelation => unsupported(s"reads ${fs.fileFormat} files, not Parquet")
-      case other => unsupported(s"reads from ${other.getClass.getSimpleName}, not Parquet files")
-    }
-    // Spark's own V2 Parquet source (a path read with parquet out of spark.sql.sources.useV1SourceList).
-    case r: DataSourceV2Relation if r.table.getClass == classOf[ParquetTable] =>
-      r.table.asInstanceOf[ParquetTable].fileIndex.rootPaths match {
-        case Seq(root) => (TableRef.Path(root.toString), r)
-        case roots => unsupported(s"reads ${roots.size} paths; an index covers one table: one directory or one catalog table")
-      }
-    case r: DataSourceV2Relation =>
-      unsupported(s"reads ${r.table.name()} through a DataSource V2 connector; only the built-in (V1) Parquet " +
-        "source is supported")
-    case _: LocalRelation | _: LogicalRDD => unsupported("holds in-memory data, not Parquet files")
-    case other => unsupported(s"is not a plain scan: its plan contains ${other.nodeName}")
+        case r: DataSourceV2Relation =>
+          unsupported(s"reads ${r.table.name()} through a DataSource V2 connector; only the built-in (V1) Parquet " +
+            "source is supported")
+        case _: LocalRelation | _: LogicalRDD => unsupported("holds in-memory data, not Parquet files")
+        case other => unsupported(s"is not a plain scan: its plan contains ${other.nodeName}")
+      })
   }
-
-  private def fromRelation(fs: HadoopFsRelation, table: Option[CatalogTable]): TableRef = table match {
-    case Some(t) => TableRef.Catalog(tableName(t))
-    case None =>
-      fs.location.rootPaths match {
-        case Seq(root) => TableRef.Path(root.toString)
-        case roots =>
-          unsupported(s"reads ${roots.size} paths (${roots.take(3).mkString(", ")}${if (roots.size > 3) ", ..." else ""}); " +
-            "an index covers one table: one directory or one catalog table")
-      }
-  }
-
-  /** `db.table`, each part back-quoted only when it needs to be. */
-  private def tableName(t: CatalogTable): String =
-    (t.identifier.database.toSeq :+ t.identifier.table).map(quoteIfNeeded).mkString(".")
-
-  private def quoteIfNeeded(part: String): String =
-    if (part.matches("[A-Za-z_][A-Za-z0-9_]*")) part else "`" + part.replace("`", "``") + "`"
 
   private def unsupported(reason: String): Nothing =
     throw new BloomIndexException(s"A bloom index can only be built over $Supported. This DataFrame $reason.")

@@ -4,8 +4,8 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
 import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 
-import sparkbloom.index.{BloomIndexException, BloomIndexes, ColumnSpec, IndexDescription, TableRef}
-import sparkbloom.scan.{ScanSkipping, SkippingReport}
+import sparkbloom.index.{BloomIndexException, ColumnSpec, IndexDescription, ScanSkipping, TableRef}
+import sparkbloom.scan.SkippingReport
 
 /**
  * What the Python package calls over py4j. Arguments are plain (String, String[], nullable boxed

@@ -23,9 +23,6 @@ import sparkbloom.index.sliced.{EntryMeta, Segment, SegmentWriter}
 import sparkbloom.parquet.{ChunkHasher, Footers, FooterInfo, NativeFilterReader}
 import sparkbloom.sbbf.{InvalidBloomFilterException, Kernel, Sbbf, Sizing}
 
-/** A data file as listed when the build started. */
-final case class DataFile(path: String, size: Long, mtime: Long)
-
 final case class BuildStats(files: Long, rowGroups: Long, entries: Long, harvested: Long, scanned: Long,
                             sizeInBytes: Long, skipped: Seq[String], entryMetas: Seq[EntryMeta], segments: Seq[Segment])
 
@@ -154,7 +151,7 @@ object IndexBuilder {
     var harvestIn: SeekableInputStream = null
     val harvestStream = () => { if (harvestIn == null) harvestIn = input.newStream(); harvestIn }
     try {
-      val footer = Footers.fromMetadata(reader.getFooter, input.getLength).resolving(cols.toSeq)
+      val footer = Footers.fromMetadata(reader.getFooter, input.getLength).resolving(cols.toSeq.map(_.fileColumn))
       SizingJobs.addValueCounts(footer, counted, counts)
       for (c <- cols; rg <- footer.rowGroups.indices; ch <- footer.chunk(rg, c.name) if ch.encrypted)
         throw new SparkException(s"${EncryptedPrefix}cannot index column ${c.name}: it is encrypted in ${f.path}; " +
@@ -287,7 +284,7 @@ object IndexBuilder {
           val target = p.column.ndv.map(cap => math.min(cap, ndv.toLong)).getOrElse(ndv.toLong)
           val fpp = sizer.targetFpp(p.column.name, target, footer.rowGroups(rg).numRows, fileRows)
           // The scalar kernel sets the same bits as the vector one, and needs no warm-up to be fast.
-          val filter = Sbbf.empty(IndexSizing.bytesFor(target, fpp), Kernel.scalar)
+          val filter = Sbbf.empty(Sizing.indexBytes(target, fpp), Kernel.scalar)
           filter.insertAll(hashes, 0, ndv)
           p.filter = filter; p.hasNull = hasNull; p.nonNull = nonNull; p.ndv = ndv
           acc("scanned").add(1)
@@ -296,51 +293,4 @@ object IndexBuilder {
       rg += 1
     }
   }
-}
-
-/**
- * Filter size for a chunk of `ndv` distinct values: the smallest block count whose FPP under Putze's model
- * meets the target (the spec allows any block count), rounded up to the grid {4, 5, 6, 7}·2^k. The grid keeps a
- * column's filters in at most four block counts per doubling of size, so a table's filters fall into few
- * block-sliced groups (a probe reads one run per group and build task), for at most 1.25× the bytes of
- * the exact size (the rounding only lowers the FPP: the budget holds).
- */
-object IndexSizing {
-  def bytesFor(ndv: Long, fpp: Double): Int = {
-    if (ndv <= 0) return Sbbf.MinBytes
-    val blocks = math.max(1L, math.ceil(ndv * bitsPerValue(fpp) / 256.0).toLong)
-    math.min(roundUpToGrid(blocks) * 32, Sbbf.MaxBytes.toLong).toInt
-  }
-
-  /** The smallest m·2^k ≥ blocks with m in 4..7 (blocks below 8 are on the grid already). */
-  def roundUpToGrid(blocks: Long): Long = {
-    if (blocks < 8) return blocks
-    val shift = 63 - java.lang.Long.numberOfLeadingZeros(blocks) - 2 // keep the top three bits
-    val mantissa = (blocks + (1L << shift) - 1) >>> shift             // 4..8
-    mantissa << shift
-  }
-
-  // Every row group has an FPP of its own, so bits per value come from a grid of StepsPerDecade FPPs per
-  // decade, each computed once: an FPP between two grid points gets the bits of the smaller one (never
-  // fewer bits than it needs; under 2% more bits, ~0.05 bits per value at fpp 1e-4).
-  private val StepsPerDecade = 64
-  private val Decades = 12
-  private val grid = Array.fill(StepsPerDecade * Decades + 1)(Double.NaN)
-
-  def bitsPerValue(fpp: Double): Double = {
-    Sizing.checkFpp(fpp)
-    val j = math.ceil(-math.log10(fpp) * StepsPerDecade - 1e-9).toInt
-    if (j >= grid.length) Sizing.bitsPerValue(fpp)
-    else {
-      val cached = grid(j)
-      if (!cached.isNaN) cached
-      else { val b = Sizing.bitsPerValue(math.pow(10, -j.toDouble / StepsPerDecade)); grid(j) = b; b }
-    }
-  }
-}
-
-/** Hadoop's Configuration, shippable to tasks. */
-final class SerializableConf(@transient var value: Configuration) extends Serializable {
-  private def writeObject(out: ObjectOutputStream): Unit = { out.defaultWriteObject(); value.write(out) }
-  private def readObject(in: ObjectInputStream): Unit = { value = new Configuration(false); value.readFields(in) }
 }

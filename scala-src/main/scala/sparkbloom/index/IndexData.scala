@@ -3,6 +3,7 @@ package sparkbloom.index
 import org.apache.spark.sql.types._
 
 import sparkbloom.hash.ColumnEncoding
+import sparkbloom.parquet.FileColumn
 import sparkbloom.sbbf.Sbbf
 
 /**
@@ -89,6 +90,9 @@ final case class IndexedColumn(name: String, dataType: String, fpp: Option[Doubl
     case None => FppPolicy.TableBudget(falseReadsPerKey.getOrElse(FppPolicy.DefaultFalseReadsPerKey))
   }
   /** Whether this is the column the files know as `file` (their name) with field id `id`. */
+  /** This column as the data files know it (see [[FileColumn]]). */
+  def fileColumn: FileColumn = FileColumn(name, fileName, fieldId)
+
   def sameColumn(file: String, id: Option[Int]): Boolean = fieldId match {
     case Some(f) => id.contains(f)
     case None => fileName.getOrElse(name) == file

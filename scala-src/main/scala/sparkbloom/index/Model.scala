@@ -36,7 +36,7 @@ final case class IndexDescription(
     policies: Seq[String] = Nil,        // per column, how its filters are sized (FppPolicy.describe)
     maxBitsPerValue: Option[Double] = None,
     columnStats: Seq[ColumnStats] = Nil, // per column, for the version as stored (empty for older versions)
-    usage: sparkbloom.scan.SkippingReport.Usage = sparkbloom.scan.SkippingReport.Usage(0, 0, 0, 0, 0), // lookups planned by this driver
+    usage: SkippingLog.Usage = SkippingLog.Usage(0, 0, 0, 0, 0), // lookups planned by this driver
     snapshotCovered: Option[String] = None, // the table version the index was built from (Delta, Iceberg)
     snapshotNow: Option[String] = None      // the table's current version
 )
@@ -44,3 +44,9 @@ final case class IndexDescription(
 /** A user error about a bloom index: bad DDL, unknown index or column, unsupported type, bad option. */
 class BloomIndexException(message: String, cause: Option[Throwable] = None)
   extends AnalysisException(message, None, None, cause)
+
+/**
+ * A DataFrame whose scan a table format recognises but cannot index; `reason` completes "This DataFrame ..."
+ * (`df.bloomFilterIndex` says which DataFrames can be indexed).
+ */
+class NotIndexableException(val reason: String) extends BloomIndexException(s"This DataFrame $reason.")

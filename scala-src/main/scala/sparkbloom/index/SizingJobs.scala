@@ -53,7 +53,7 @@ object SizingJobs {
             val footer = Footers.read(conf.value, new Path(f.path))
             // The build job that follows reads this footer from here when it runs in the same JVM.
             if (footer.fileLength == f.size) Footers.remember(f.path, f.size, f.mtime, footer.metadata)
-            addValueCounts(footer.resolving(resolve), cols, out)
+            addValueCounts(footer.resolving(resolve.map(_.fileColumn)), cols, out)
           } catch { case NonFatal(_) => }
           out
         }

@@ -43,7 +43,7 @@ final case class FooterInfo(rowGroups: IndexedSeq[RowGroupRange], fileLength: Lo
    * mapping, Iceberg's field ids) resolved to this file's field: by id strictly (a file without the field
    * id has no such column, whatever its names), by the physical name exactly.
    */
-  def resolving(columns: Seq[sparkbloom.index.IndexedColumn]): FooterInfo = {
+  def resolving(columns: Seq[FileColumn]): FooterInfo = {
     val fields = schema.getFields.asScala
     val more = columns.collect {
       case c if c.fieldId.isDefined =>
@@ -125,3 +125,9 @@ object Footers {
     FooterInfo(ranges, fileLength, fmd.getSchema, fmd.getKeyValueMetaData, fmd.getCreatedBy, blocks, md)
   }
 }
+
+/**
+ * A column as the data files know it when not by its name: `fileName` (Delta's physical name under column
+ * mapping) or `fieldId` (Iceberg's field id); both None for a column found by `name`.
+ */
+final case class FileColumn(name: String, fileName: Option[String], fieldId: Option[Int])

@@ -1,13 +1,18 @@
 package sparkbloom.sbbf
 
 /**
- * How big a filter must be. Two models, both from the literature the Parquet spec cites:
+ * How big a filter must be: every filter size sparkbloom computes comes from here. Two models, both from the
+ * literature the Parquet spec cites:
  *
  *  - the classic bound used by parquet-java and arrow-rs to size a filter (spec table reproduced exactly):
  *    {{{ m = -k * n / ln(1 - f^(1/k)),  k = 8,  bytes = nextPowerOfTwo(m / 8), clamped to [32 B, 128 MiB] }}}
+ *    [[numBytes]]: what Parquet writers allocate, given by `sbbf_num_bytes` so filters sparkbloom helps write
+ *    match theirs byte for byte.
  *  - Putze et al.'s model of a blocked filter, which is what an SBBF really is: the number of values in a
  *    block is Poisson(n / blocks), and a block holding i values answers a false "yes" with probability
- *    (1 - (31/32)^i)^8. Used to estimate the FPP of a filter of a given size holding n values.
+ *    (1 - (31/32)^i)^8. Used to estimate the FPP of a filter of a given size holding n values, and to size the
+ *    index's own filters ([[indexBytes]]): the fewest blocks that meet the FPP, on a coarse grid rather than
+ *    a power of two (the spec allows any block count), for at most 1.25x the exact size instead of 2x.
  */
 object Sizing {
   final val K = 8
@@ -67,4 +72,47 @@ object Sizing {
 
   def checkFpp(fpp: Double): Unit =
     if (!(fpp > 0 && fpp < 1)) throw new IllegalArgumentException(s"fpp must be in (0, 1), got $fpp")
+
+  // ---------------------------------------------------------------------------------------------
+  // The index's own filters
+
+  /**
+   * Filter size for a chunk of `ndv` distinct values in a bloom index: the smallest block count whose FPP under
+   * Putze's model meets `fpp`, rounded up to the grid {4, 5, 6, 7}·2^k ([[roundUpToGrid]]). The grid keeps a
+   * column's filters in at most four block counts per doubling of size, so a table's filters fall into few
+   * block-sliced groups (a probe reads one run per group and build task), for at most 1.25× the bytes of the
+   * exact size (the rounding only lowers the FPP: the budget holds).
+   */
+  def indexBytes(ndv: Long, fpp: Double): Int = {
+    if (ndv <= 0) return Sbbf.MinBytes
+    val blocks = math.max(1L, math.ceil(ndv * indexBitsPerValue(fpp) / 256.0).toLong)
+    math.min(roundUpToGrid(blocks) * 32, Sbbf.MaxBytes.toLong).toInt
+  }
+
+  /** The smallest m·2^k ≥ blocks with m in 4..7 (blocks below 8 are on the grid already). */
+  def roundUpToGrid(blocks: Long): Long = {
+    if (blocks < 8) return blocks
+    val shift = 63 - java.lang.Long.numberOfLeadingZeros(blocks) - 2 // keep the top three bits
+    val mantissa = (blocks + (1L << shift) - 1) >>> shift             // 4..8
+    mantissa << shift
+  }
+
+  // Every row group has an FPP of its own, so bits per value come from a grid of StepsPerDecade FPPs per
+  // decade, each computed once: an FPP between two grid points gets the bits of the smaller one (never
+  // fewer bits than it needs; under 2% more bits, ~0.05 bits per value at fpp 1e-4).
+  private val StepsPerDecade = 64
+  private val Decades = 12
+  private val fppGrid = Array.fill(StepsPerDecade * Decades + 1)(Double.NaN)
+
+  /** [[bitsPerValue]] of the nearest grid FPP at or below `fpp` (cached). */
+  def indexBitsPerValue(fpp: Double): Double = {
+    checkFpp(fpp)
+    val j = math.ceil(-math.log10(fpp) * StepsPerDecade - 1e-9).toInt
+    if (j >= fppGrid.length) bitsPerValue(fpp)
+    else {
+      val cached = fppGrid(j)
+      if (!cached.isNaN) cached
+      else { val b = bitsPerValue(math.pow(10, -j.toDouble / StepsPerDecade)); fppGrid(j) = b; b }
+    }
+  }
 }

@@ -9,6 +9,10 @@ import org.apache.spark.sql.sources.Filter
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 
+import sparkbloom.BloomConf
+import sparkbloom.index.{RowGroupSelection, SerializableConf}
+import sparkbloom.predicate.BloomPredicate
+
 /**
  * Spark's own Parquet format, reading only the row groups that may match. Spark's reader keeps a row
  * group when its midpoint lies in the split; each row group's midpoint lies in its index range
@@ -22,7 +26,7 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
  * It also turns off parquet-java's own bloom-filter row-group filtering for the scan: that filtering trusts
  * whatever filter a file carries (a corrupt header silently drops rows, e.g. DuckDB's
  * `bloom_filter_short_numbytes.parquet`) and probes only the literal's own zero. Statistics and dictionary
- * filtering stay on, except as [[sparkbloom.optimizer.BloomSkippingRule]] turns them off for ±0.0 and NaN.
+ * filtering stay on, except as the Parquet table formats turn them off for ±0.0 and NaN (through the scan's options).
  */
 class BloomParquetFileFormat(val selection: RowGroupSelection, val native: Option[NativeSpec] = None)
     extends ParquetFileFormat {
@@ -39,9 +43,9 @@ class BloomParquetFileFormat(val selection: RowGroupSelection, val native: Optio
     val read = super.buildReaderWithPartitionValues(sparkSession, dataSchema, partitionSchema, requiredSchema,
       filters, options, hadoopConf)
     val sel = selection
-    val minSkip = sparkbloom.BloomConf.minSkipPerExtraRead(sparkSession)
+    val minSkip = BloomConf.minSkipPerExtraRead(sparkSession)
     val nat = native.filter(n => NativeFilters.prunable(n.all) || NativeFilters.prunable(n.covered))
-    val conf = nat.map(_ => sparkSession.sparkContext.broadcast(new sparkbloom.index.SerializableConf(hadoopConf)))
+    val conf = nat.map(_ => sparkSession.sparkContext.broadcast(new SerializableConf(hadoopConf)))
     (file: PartitionedFile) => BloomParquetFileFormat.splitsToRead(file, sel, nat, conf.get.value.value, minSkip) match {
       case None => read(file)
       case Some(parts) => parts.iterator.flatMap(read)
@@ -64,10 +68,10 @@ class BloomParquetFileFormat(val selection: RowGroupSelection, val native: Optio
  * Read-time pruning with the files' own (native) bloom filters: `all` for files no index decided, `covered`
  * (the conjuncts on columns no index answered) for the others. Counts go to the scan's SQL metrics.
  */
-final class NativeSpec(val all: sparkbloom.optimizer.BloomPredicate, val covered: sparkbloom.optimizer.BloomPredicate,
+final class NativeSpec(val all: BloomPredicate, val covered: BloomPredicate,
                        val options: NativeFilters.Options, val metrics: NativeMetrics) extends Serializable {
   /** The split's kept ranges, or None to read it as Spark would (nothing to decide, or any error). */
-  def decide(conf: Configuration, file: PartitionedFile, pred: sparkbloom.optimizer.BloomPredicate): Option[Array[Long]] = {
+  def decide(conf: Configuration, file: PartitionedFile, pred: BloomPredicate): Option[Array[Long]] = {
     if (!NativeFilters.prunable(pred)) None
     else {
       val t0 = System.nanoTime()
@@ -97,8 +101,7 @@ object NativeSpec {
   def apply(session: SparkSession, cond: org.apache.spark.sql.catalyst.expressions.Expression,
             dataCol: org.apache.spark.sql.catalyst.expressions.ExprId => Option[String], indexedColumns: Set[String],
             options: NativeFilters.Options, enabled: Boolean): NativeSpec = {
-    import sparkbloom.optimizer.BloomPredicate
-    val byFieldId = session.conf.get("spark.sql.parquet.fieldId.read.enabled", "false").toBoolean
+        val byFieldId = session.conf.get("spark.sql.parquet.fieldId.read.enabled", "false").toBoolean
     val on = enabled && !byFieldId && session.sessionState.conf.parquetFilterPushDown
     val all = if (on) BloomPredicate.translate(cond, dataCol) else BloomPredicate.Unknown
     val covered = if (on) BloomPredicate.translate(cond, id => dataCol(id).filterNot(n =>

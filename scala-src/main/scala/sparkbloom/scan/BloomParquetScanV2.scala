@@ -12,7 +12,7 @@ import org.apache.spark.sql.execution.datasources.v2.FilePartitionReaderFactory
 import org.apache.spark.sql.execution.datasources.v2.parquet.{ParquetPartitionReaderFactory, ParquetScan}
 import org.apache.spark.sql.vectorized.ColumnarBatch
 
-import sparkbloom.index.SerializableConf
+import sparkbloom.index.{RowGroupSelection, SerializableConf}
 
 /**
  * Spark's V2 Parquet scan (`spark.read.parquet` with parquet out of `spark.sql.sources.useV1SourceList`), with
@@ -72,31 +72,6 @@ class BloomParquetScanV2(val original: ParquetScan, val spec: NativeSpec, minSki
 
 object BloomParquetScanV2 {
   private val NoSelection = new RowGroupSelection(false)
-
-  /**
-   * The scan with bloom indexes (when the table at its single root has indexes answering its filters) and native
-   * filters at read time, or None when neither can decide anything.
-   */
-  def wrap(session: org.apache.spark.sql.SparkSession, s: ParquetScan, native: Boolean): Option[BloomParquetScanV2] = {
-    if (s.isInstanceOf[BloomParquetScanV2] || s.pushedAggregate.isDefined || s.dataFilters.isEmpty) return None
-    val partitionCols = s.readPartitionSchema.fieldNames.map(_.toLowerCase(java.util.Locale.ROOT)).toSet
-    val names = s.dataFilters.flatMap(_.collect { case a: AttributeReference => a.exprId -> a.name }).toMap
-      .filter { case (_, n) => !partitionCols.contains(n.toLowerCase(java.util.Locale.ROOT)) }
-    val cond: Expression = s.dataFilters.reduce(And)
-    val opts = NativeFilters.options(session, s.options.asCaseSensitiveMap().asScala.toMap)
-    val indexes = s.fileIndex.rootPaths match {
-      case Seq(root) => sparkbloom.optimizer.BloomSkippingRule.indexesAt(session, root, cond, names).map(_._2)
-      case _ => None
-    }
-    val index = indexes.map { used =>
-      new BloomSkippingFileIndex(session, s.fileIndex, used, new RowGroupSelection(sparkbloom.BloomConf.rowGroupPruning(session)),
-        s.fileIndex.rootPaths.head.toString, opts.int96Probes)
-    }
-    val indexedCols = indexes.toSeq.flatten.flatMap(_._1.meta.columns.map(_.name.toLowerCase(java.util.Locale.ROOT))).toSet
-    val spec = NativeSpec(session, cond, names.get, indexedCols, opts, enabled = native)
-    if (spec.metrics == null && index.isEmpty) None // nothing can prune
-    else Some(new BloomParquetScanV2(s, spec, sparkbloom.BloomConf.minSkipPerExtraRead(session), index))
-  }
 }
 
 /** Spark's V2 Parquet reader factory, handed each file split cut to the row groups native filters keep. */

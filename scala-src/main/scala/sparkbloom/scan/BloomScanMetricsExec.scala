@@ -1,16 +1,15 @@
 package sparkbloom.scan
 
 import org.apache.spark.rdd.RDD
-import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.{Attribute, SortOrder}
 import org.apache.spark.sql.catalyst.plans.physical.Partitioning
-import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.execution.{ColumnarRule, FileSourceScanExec, SQLExecution, SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.{FileSourceScanExec, SQLExecution, SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 import org.apache.spark.sql.execution.datasources.v2.BatchScanExec
-import org.apache.spark.sql.execution.datasources.v2.parquet.ParquetScan
 import org.apache.spark.sql.vectorized.ColumnarBatch
+
+import sparkbloom.index.{IndexPruner, PrunedSource}
 
 /**
  * What bloom indexes did for one file scan, as SQL metrics in the Spark UI (SQL tab) and in the executed
@@ -94,34 +93,5 @@ object BloomScanMetricsExec {
       case _ => None
     }
     case _ => None
-  }
-}
-
-/**
- * Puts a [[BloomScanMetricsExec]] over every file scan a bloom index prunes. It runs as a columnar rule
- * (before Spark inserts row/columnar transitions), because those run for every physical plan, with or
- * without adaptive execution (`injectQueryPostPlannerStrategyRule` only runs under AQE, which a plain
- * `SELECT ... WHERE` without an exchange never uses). Idempotent: AQE applies it once per query stage.
- */
-class BloomScanMetricsRule(session: SparkSession) extends ColumnarRule {
-  private val log = org.slf4j.LoggerFactory.getLogger(getClass)
-  override def preColumnarTransitions: Rule[SparkPlan] = new Rule[SparkPlan] {
-    override def apply(plan: SparkPlan): SparkPlan = wrap(plan)
-  }
-
-  private def wrap(p: SparkPlan): SparkPlan = p match {
-    case m: BloomScanMetricsExec => m
-    case s: FileSourceScanExec if s.relation.location.isInstanceOf[PrunedSource] ||
-      BloomScanMetricsExec.nativeMetrics(s).isDefined => BloomScanMetricsExec(s)
-    case b: BatchScanExec if b.table.isInstanceOf[PrunedSource] => BloomScanMetricsExec(b) // Iceberg
-    case b: BatchScanExec if b.scan.getClass == classOf[ParquetScan] && sparkbloom.BloomConf.enabled(session) =>
-      // Spark's V2 Parquet scan: bloom indexes and the files' own bloom filters (at read time).
-      try BloomParquetScanV2.wrap(session, b.scan.asInstanceOf[ParquetScan], sparkbloom.BloomConf.nativeFilters(session))
-        .map(w => BloomScanMetricsExec(b.copy(scan = w))).getOrElse(b)
-      catch { case scala.util.control.NonFatal(e) => log.warn(s"sparkbloom: V2 scan left as it was after an error: $e"); b }
-    case other if other.children.isEmpty => other
-    case other =>
-      val kids = other.children.map(wrap)
-      if (kids.zip(other.children).forall { case (a, b) => a eq b }) other else other.withNewChildren(kids)
   }
 }

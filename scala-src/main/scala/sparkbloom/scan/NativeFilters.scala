@@ -9,8 +9,8 @@ import org.apache.parquet.io.SeekableInputStream
 
 import sparkbloom.encoding.ValueHasher
 import sparkbloom.hash.ColumnEncoding
-import sparkbloom.optimizer.BloomPredicate
-import sparkbloom.optimizer.BloomPredicate._
+import sparkbloom.predicate.BloomPredicate
+import sparkbloom.predicate.BloomPredicate._
 import sparkbloom.parquet.{FooterInfo, Footers, NativeFilterReader}
 import sparkbloom.sbbf.InvalidBloomFilterException
 

@@ -5,7 +5,8 @@ import org.apache.spark.sql.catalyst.expressions.Attribute
 import org.apache.spark.sql.execution.command.LeafRunnableCommand
 import org.apache.spark.sql.internal.SQLConf
 
-import sparkbloom.index.{BloomIndexException, BloomIndexes, ColumnSpec, TableRef}
+import sparkbloom.api.BloomIndexes
+import sparkbloom.index.{BloomIndexException, ColumnSpec, TableRef}
 
 // The commands the parser produces. Each is thin: it calls the facade (the same one the Scala and Python
 // APIs call) and turns the answer into rows (see CommandOutput for the schemas). Validation of

@@ -29,6 +29,9 @@ class BloomSqlParser(protected val delegate: ParserInterface) extends ParserShim
   override def parsePlan(sqlText: String): LogicalPlan =
     if (BloomSqlParser.claims(sqlText)) BloomDdlParser.parse(sqlText) else delegate.parsePlan(sqlText)
 
+  /** Used by the parser shims of lines whose added methods must know which statements are ours. */
+  protected def claims(sqlText: String): Boolean = BloomSqlParser.claims(sqlText)
+
   override def parseQuery(sqlText: String): LogicalPlan = delegate.parseQuery(sqlText)
   override def parseExpression(sqlText: String): Expression = delegate.parseExpression(sqlText)
   override def parseTableIdentifier(sqlText: String): TableIdentifier = delegate.parseTableIdentifier(sqlText)

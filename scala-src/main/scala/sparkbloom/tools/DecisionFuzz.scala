@@ -20,7 +20,7 @@ import org.apache.spark.unsafe.types.UTF8String
 import sparkbloom.BloomConf
 import sparkbloom.index.{IndexStore, IndexVersion}
 import sparkbloom.index.sliced.{Probers, SlicedProbe}
-import sparkbloom.optimizer.BloomPredicate
+import sparkbloom.predicate.BloomPredicate
 import sparkbloom.parquet.{FooterInfo, Footers}
 import sparkbloom.scan.NativeFilters
 

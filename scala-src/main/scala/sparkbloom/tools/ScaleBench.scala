@@ -14,9 +14,9 @@ import org.apache.spark.sql.types.{LongType, StructType}
 import sparkbloom.hash.{ColumnEncoding, PlainHash}
 import sparkbloom.index._
 import sparkbloom.index.sliced._
-import sparkbloom.optimizer.BloomPredicate
-import sparkbloom.scan.{BloomSkippingFileIndex, RowGroupSelection}
-import sparkbloom.sbbf.Sbbf
+import sparkbloom.predicate.BloomPredicate
+import sparkbloom.scan.BloomSkippingFileIndex
+import sparkbloom.sbbf.{Sbbf, Sizing}
 
 /**
  * The scale benchmark behind `benchmarks/scale.py` (issue 10). [[write]] writes a real index in the real
@@ -65,7 +65,7 @@ object ScaleBench {
         for (r <- 0 until rgs; c <- 0 until columns) {
           val rg = f.toLong * rgPerFile + r
           val fpp = sizer.targetFpp(columnName(c), valuesPerRg, valuesPerRg, valuesPerRg.toLong * rgs)
-          val filter = Sbbf.empty(IndexSizing.bytesFor(valuesPerRg, fpp))
+          val filter = Sbbf.empty(Sizing.indexBytes(valuesPerRg, fpp))
           var j = 0
           while (j < valuesPerRg) { filter.insert(PlainHash.int64(key(c, rg, j, valuesPerRg))); j += 1 }
           val bytes = filter.toBytes

@@ -3,8 +3,8 @@ package sparkbloom.index.sliced
 import java.util.BitSet
 
 import sparkbloom.encoding.ValueHasher
-import sparkbloom.optimizer.BloomPredicate
-import sparkbloom.optimizer.BloomPredicate._
+import sparkbloom.predicate.BloomPredicate
+import sparkbloom.predicate.BloomPredicate._
 import sparkbloom.sbbf.{Kernel, RunProbe}
 
 /**

@@ -1,0 +1,48 @@
+package sparkbloom.formats.delta
+
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.fs.FileStatus
+import org.apache.spark.sql.catalyst.expressions.Expression
+import org.apache.spark.sql.delta.RowIndexFilterType
+import org.apache.spark.sql.delta.actions.AddFile
+import org.apache.spark.sql.delta.files.TahoeFileIndexWithSnapshotDescriptor
+import org.apache.spark.sql.delta.stats.PreparedDeltaFileIndex
+
+import sparkbloom.index.{IndexPruner, PrunedSource}
+
+/**
+ * Delta's prepared file index, minus the files bloom indexes rule out. A Delta file index itself (Delta's
+ * deletion-vector strategy only applies to one): the files it returns are Delta's own `AddFile`s, deletion
+ * vectors included, so deleted rows stay deleted; the format stays `DeltaParquetFileFormat`.
+ */
+class BloomDeltaFileIndex(val prepared: PreparedDeltaFileIndex, val pruner: IndexPruner)
+  extends TahoeFileIndexWithSnapshotDescriptor(prepared.spark, prepared.deltaLog, prepared.path,
+    prepared.preparedScan.scannedSnapshot) with PrunedSource {
+
+  override def matchingFiles(partitionFilters: Seq[Expression], dataFilters: Seq[Expression]): Seq[AddFile] = {
+    val files = prepared.matchingFiles(partitionFilters, dataFilters)
+    try {
+      val statuses = files.map(a => new FileStatus(a.size, false, 0, 0L, a.modificationTime, absolutePath(a.path))).toArray
+      val kept = pruner.keep(statuses)
+      files.indices.filter(kept.get).map(files)
+    } catch {
+      case NonFatal(e) =>
+        org.slf4j.LoggerFactory.getLogger(getClass).warn(s"sparkbloom: reading every file Delta kept for ${pruner.tableName} after an error while pruning: $e")
+        files
+    }
+  }
+
+  override def rowIndexFilters: Option[Map[String, RowIndexFilterType]] = prepared.rowIndexFilters
+  override def inputFiles: Array[String] = prepared.inputFiles
+  override def refresh(): Unit = prepared.refresh()
+  override def sizeInBytes: Long = prepared.sizeInBytes
+
+  override def toString: String = s"BloomDeltaFileIndex(indexes=[${pruner.indexNames}], predicate=[${pruner.predicateSql}], $prepared)"
+  override def equals(o: Any): Boolean = o match {
+    case b: BloomDeltaFileIndex => (b eq this) || (b.prepared == prepared && b.pruner.predicateSql == pruner.predicateSql &&
+      b.pruner.indexNames == pruner.indexNames)
+    case _ => false
+  }
+  override def hashCode(): Int = prepared.hashCode() * 31 + pruner.predicateSql.hashCode
+}

@@ -1,0 +1,143 @@
+package sparkbloom.formats.delta
+
+import java.util.Collections
+
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.{Expression, ExprId}
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, Project, SubqueryAlias, View}
+import org.apache.spark.sql.delta.DeltaColumnMapping
+import org.apache.spark.sql.delta.files.TahoeLogFileIndex
+import org.apache.spark.sql.delta.stats.PreparedDeltaFileIndex
+import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
+import org.apache.spark.sql.types.StructType
+import org.slf4j.LoggerFactory
+
+import sparkbloom.index.{DataFile, IndexDiscovery, IndexPruner, IndexedColumn, ResolvedTable, RowGroupSelection,
+  TableFormat, TableListing, TableRef}
+import sparkbloom.predicate.Conditions
+import sparkbloom.scan.NativeFilters
+import sparkbloom.shims.FsRelation
+
+/**
+ * Delta Lake tables (delta-spark). An index covers the data files of the table's current snapshot, keyed by
+ * absolute path, size and modification time as Delta's log records them (the same figures Delta's scan
+ * lists), and its columns by their **physical** names: under column mapping the files hold `col-<uuid>`
+ * names, which RENAME COLUMN leaves alone, so a renamed column keeps its index.
+ *
+ * Scans are pruned after Delta's own data skipping: Delta's `PrepareDeltaScan` (a pre-CBO rule) swaps the
+ * table's log file index for a `PreparedDeltaFileIndex` holding the files its min/max statistics keep, and
+ * sparkbloom's pre-CBO rule, injected after it, wraps that index in a [[BloomDeltaFileIndex]]. Pre-CBO rules run
+ * in the order the extensions were listed, so `spark.sql.extensions` must list Delta's extension first; listed
+ * the other way round no prepared index is found and nothing is pruned (never a wrong answer).
+ *
+ * Pruning is per file only. Row groups are not cut: with deletion vectors Delta counts row indexes from
+ * the start of what it reads, so a cut split would apply the vector to the wrong rows.
+ */
+object DeltaFormat extends TableFormat {
+  private val log = LoggerFactory.getLogger(getClass)
+  private val PreparedIndex = "org.apache.spark.sql.delta.stats.PreparedDeltaFileIndex"
+
+  override def name: String = "delta"
+
+  private def isPreparedIndex(rel: HadoopFsRelation): Boolean = rel.location.getClass.getName == PreparedIndex
+
+  /** The Delta log file index under a plain read of a Delta table (aliases, projections, views allowed). */
+  private def logIndex(plan: LogicalPlan): Option[(LogicalRelation, TahoeLogFileIndex)] = plan match {
+    case FsRelation(l, rel, _, _, _) => rel.location match {
+      case t: TahoeLogFileIndex => Some((l, t))
+      case _ => None
+    }
+    case SubqueryAlias(_, child) => logIndex(child)
+    case Project(_, child) => logIndex(child)
+    case v: View => logIndex(v.child)
+    case _ => None
+  }
+
+  override def tableOf(leaf: LogicalPlan): Option[TableRef] = leaf match {
+    case FsRelation(_, rel, _, _, _) if rel.location.isInstanceOf[TahoeLogFileIndex] => logIndex(leaf).map { case (l, t) =>
+      l.catalogTable.map(c => TableRef.Catalog(c.identifier.unquotedString))
+        .getOrElse(TableRef.Catalog(pathName(t.path.toString)))
+    }
+    case _ => None
+  }
+
+  private def pathName(path: String): String = "delta.`" + path.replace("`", "``") + "`"
+
+  override def resolve(spark: SparkSession, ref: TableRef, analyzed: () => Option[LogicalPlan],
+                       refresh: Boolean): Option[ResolvedTable] = {
+    val plan: Option[LogicalPlan] = ref match {
+      case TableRef.Catalog(_) => analyzed()
+      case TableRef.Path(p) =>
+        // parquet.`/path` of a Delta table: its Parquet files are the log's business, so it is read as Delta.
+        val path = new Path(p)
+        val fs = path.getFileSystem(spark.sessionState.newHadoopConf())
+        if (!fs.exists(new Path(path, "_delta_log"))) None
+        else Some(spark.read.format("delta").load(p).queryExecution.analyzed)
+    }
+    plan.flatMap(logIndex).map { case (_, index) =>
+      val shownRef = ref match {
+        case TableRef.Path(_) => TableRef.Catalog(pathName(index.path.toString))
+        case other => other
+      }
+      val snapshot = index.deltaLog.update()
+      val metadata = snapshot.metadata
+      ResolvedTable(shownRef, index.deltaLog.dataPath, metadata.schema, metadata.partitionColumns,
+        () => {
+          val current = index.deltaLog.update()
+          TableListing(current.allFiles.collect().toSeq.map(a =>
+            DataFile(index.absolutePath(a.path).toString, a.size, a.modificationTime)),
+            Some(s"Delta version ${current.version}"))
+        },
+        fileColumn = f => (Some(DeltaColumnMapping.getPhysicalName(f)), None))
+    }
+  }
+
+  override def rewrite(session: SparkSession, phase: TableFormat.Phase, filter: Filter,
+                       plan: LogicalPlan): Option[LogicalPlan] = filter match {
+    case f @ Filter(cond, FsRelation(l, rel, _, _, false)) if phase == TableFormat.PreCbo && isPreparedIndex(rel) =>
+      rewrite(session, Conditions.pushable(cond), l, rel).map(n => f.copy(child = n))
+    case Filter(_, FsRelation(_, rel, _, _, false)) if phase == TableFormat.PreCbo &&
+        rel.location.isInstanceOf[TahoeLogFileIndex] =>
+      checkOrder(session) // Delta's own rule has not prepared this scan: sparkbloom is listed before Delta
+      None
+    case _ => None
+  }
+
+  /** The relation whose file index also drops the files the indexes rule out; None when no index applies. */
+  private def rewrite(session: SparkSession, cond: Expression, l: LogicalRelation,
+                      rel: HadoopFsRelation): Option[LogicalRelation] = {
+    val prepared = rel.location.asInstanceOf[PreparedDeltaFileIndex]
+    val schema: StructType = prepared.metadata.schema
+    val resolver = session.sessionState.conf.resolver
+    // Attribute -> physical name in the files, through the scanned snapshot's column mapping.
+    val physical: Map[ExprId, String] = l.output.flatMap { a =>
+      schema.fields.find(f => resolver(f.name, a.name)).map(f => a.exprId -> DeltaColumnMapping.getPhysicalName(f))
+    }.toMap
+    val root = prepared.deltaLog.dataPath
+    IndexDiscovery.indexesAt(session, root, cond,
+      (id: ExprId, indexed: Seq[IndexedColumn]) =>
+        physical.get(id).flatMap(p => indexed.find(_.sameColumn(p, None)).map(_.name))).map { case (_, used) =>
+      val name = l.catalogTable.map(_.identifier.unquotedString).getOrElse(pathName(root.toString))
+      val opts = NativeFilters.options(session, rel.options)
+      val pruner = new IndexPruner(session, used, new RowGroupSelection(false), name, opts.int96Probes)
+      l.copy(relation = rel.copy(location = new BloomDeltaFileIndex(prepared, pruner))(rel.sparkSession))
+    }
+  }
+
+  /** Sessions already told that sparkbloom's extension is listed before Delta's. */
+  private val warned = Collections.synchronizedMap(new java.util.WeakHashMap[SparkSession, java.lang.Boolean]())
+
+  /** Said once per session: with sparkbloom listed before Delta, Delta tables are read unpruned. */
+  private def checkOrder(session: SparkSession): Unit = if (warned.put(session, true) == null) {
+    val listed = session.sparkContext.getConf.get("spark.sql.extensions", "").split(",").map(_.trim)
+    val mine = listed.indexWhere(_ == "sparkbloom.SparkBloomExtensions")
+    val delta = listed.indexWhere(_.endsWith("DeltaSparkSessionExtension"))
+    if (mine >= 0 && delta > mine)
+      log.warn("sparkbloom: spark.sql.extensions lists sparkbloom.SparkBloomExtensions before Delta's extension, so " +
+        "Delta tables are not pruned by bloom indexes; list io.delta.sql.DeltaSparkSessionExtension first " +
+        "(sparkbloom.configure() does)")
+  }
+}

@@ -1,0 +1,147 @@
+package sparkbloom.formats.iceberg
+
+import scala.jdk.CollectionConverters._
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.fs.Path
+import org.apache.iceberg.{BaseTable, Schema}
+import org.apache.iceberg.spark.source.SparkTable
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.{ExprId, Expression}
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan}
+import org.apache.spark.sql.connector.catalog.{Table => SparkCatalogTable}
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
+import org.slf4j.LoggerFactory
+
+import sparkbloom.index.{DataFile, IndexDiscovery, IndexPruner, IndexedColumn, ResolvedTable, RowGroupSelection,
+  SerializableConf, TableFormat, TableListing, TableRef}
+import sparkbloom.predicate.Conditions
+import sparkbloom.scan.NativeFilters
+
+/**
+ * Apache Iceberg tables (iceberg-spark-runtime). An index covers the data files of the table's current
+ * snapshot, keyed by location and size (Iceberg data files are immutable and never rewritten in place), and
+ * its columns by Iceberg **field id**, which a RENAME COLUMN keeps: each data file is read by field id too.
+ *
+ * Pruning happens where Iceberg plans the scan: the optimizer rule (before Spark turns the relation into a
+ * scan) swaps the `SparkTable` for a [[BloomSparkTable]] over a [[PrunedIcebergTable]], whose batch scans drop
+ * the data-file tasks the indexes rule out, deletes and residuals untouched. Everything else (Iceberg's
+ * manifests and statistics, its readers, row-group filtering by its own bloom filters) stays Iceberg's.
+ * Tables other than a plain `BaseTable` (metadata tables), and plans that rewrite rows, are left alone.
+ */
+object IcebergFormat extends TableFormat {
+  private val log = LoggerFactory.getLogger(getClass)
+
+  override def name: String = "iceberg"
+
+  /** Exactly Iceberg's Spark table (not a table sparkbloom already wrapped, nor a metadata table's class). */
+  private def isIcebergTable(t: SparkCatalogTable): Boolean =
+    t.getClass.getName == "org.apache.iceberg.spark.source.SparkTable"
+
+  override def tableOf(leaf: LogicalPlan): Option[TableRef] = leaf match {
+    case r: DataSourceV2Relation if isIcebergTable(r.table) => (r.catalog, r.identifier) match {
+      case (Some(c), Some(id)) if r.table.asInstanceOf[SparkTable].table().isInstanceOf[BaseTable] =>
+        Some(TableRef.Catalog((c.name() +: id.namespace().toSeq :+ id.name()).map(quoteIfNeeded).mkString(".")))
+      case _ => None
+    }
+    case _ => None
+  }
+
+  private def quoteIfNeeded(part: String): String =
+    if (part.matches("[A-Za-z_][A-Za-z0-9_]*")) part else "`" + part.replace("`", "``") + "`"
+
+  /** A catalog table `ref` as an Iceberg table, from `analyzed`, the plan of `spark.table(name)`. */
+  override def resolve(spark: SparkSession, ref: TableRef, analyzed: () => Option[LogicalPlan],
+                       refresh: Boolean): Option[ResolvedTable] = ref match {
+    case TableRef.Catalog(_) =>
+      analyzed().flatMap(_.collectFirst { case r: DataSourceV2Relation if isIcebergTable(r.table) => r }).flatMap { r =>
+        val st = r.table.asInstanceOf[SparkTable]
+        st.table() match {
+          case table: BaseTable =>
+            // The catalog may hand out a cached table: an index is built over the newest snapshot.
+            table.refresh()
+            val conf = spark.sessionState.newHadoopConf()
+            val root = locationPath(table.location(), spark)
+            val sparkSchema = org.apache.iceberg.spark.SparkSchemaUtil.convert(table.schema())
+            val partitionSources = table.spec().fields().asScala
+              .filter(f => f.transform().isIdentity).map(f => table.schema().findColumnName(f.sourceId())).toSeq
+            Some(ResolvedTable(ref, root, sparkSchema, partitionSources,
+              () => {
+                table.refresh()
+                Option(table.currentSnapshot()) match {
+                  case None => TableListing(Nil, Some("Iceberg: no snapshot yet"))
+                  case Some(snap) =>
+                    val tasks = table.newScan().useSnapshot(snap.snapshotId()).planFiles()
+                    val files = try tasks.asScala.map(t => DataFile(qualify(t.file().location(), conf), t.file().fileSizeInBytes(), 0L)).toSeq.distinct
+                    finally tasks.close()
+                    TableListing(files, Some(s"Iceberg snapshot ${snap.snapshotId()}"))
+                }
+              },
+              fileColumn = f => (None, Option(table.schema().findField(f.name)).map(_.fieldId()))))
+          case _ => None
+        }
+      }
+    case _ => None
+  }
+
+  private def locationPath(location: String, spark: SparkSession): Path = {
+    val p = new Path(location)
+    p.getFileSystem(spark.sessionState.newHadoopConf()).makeQualified(p)
+  }
+
+  /**
+   * A data file's location as the index keys it: qualified (a Hadoop catalog on the local file system records
+   * bare absolute paths, `file:/...` once qualified).
+   */
+  def qualify(location: String, conf: org.apache.hadoop.conf.Configuration): String = {
+    val p = new Path(location)
+    if (p.toUri.getScheme != null) p.toString else p.getFileSystem(conf).makeQualified(p).toString
+  }
+
+  /**
+   * A Filter over an Iceberg table: the table is swapped for one whose scans drop the files the indexes rule out.
+   * Never in a plan that rewrites rows; after any error the scan is left to Iceberg.
+   */
+  override def rewrite(session: SparkSession, phase: TableFormat.Phase, filter: Filter,
+                       plan: LogicalPlan): Option[LogicalPlan] = filter match {
+    case f @ Filter(cond, r: DataSourceV2Relation) if phase == TableFormat.Optimizer && isIcebergTable(r.table) &&
+        !rewritesRows(plan) =>
+      try rewrite(session, Conditions.pushable(cond), r).map(n => f.copy(child = n)) catch {
+        case NonFatal(e) => log.warn(s"sparkbloom: Iceberg scan of ${r.table.name()} left as it was after an error: $e"); None
+      }
+    case _ => None
+  }
+
+  /**
+   * MERGE / UPDATE / DELETE and their rewritten forms: their reads decide which rows and files get rewritten,
+   * so they are never touched, whatever they read.
+   */
+  private val RowLevelNodes = Set("MergeIntoTable", "UpdateTable", "DeleteFromTable", "ReplaceData", "WriteDelta",
+    "MergeRows", "UpdateRows", "RowLevelWrite")
+  private def rewritesRows(plan: LogicalPlan): Boolean =
+    plan.exists(p => RowLevelNodes.contains(p.getClass.getSimpleName) ||
+      p.isInstanceOf[org.apache.spark.sql.catalyst.plans.logical.RowLevelWrite])
+
+  private def rewrite(session: SparkSession, cond: Expression, r: DataSourceV2Relation): Option[DataSourceV2Relation] = {
+    val st = r.table.asInstanceOf[SparkTable]
+    val table = st.table() match {
+      case b: BaseTable => b
+      case _ => return None // a metadata table, or a table someone else wrapped
+    }
+    // The schema the read binds names with (time travel reads the names the table had then); None: not swapped.
+    val schema: Schema = IcebergTables.readSchema(table, st).getOrElse(return None)
+    val caseSensitive = session.sessionState.conf.caseSensitiveAnalysis
+    val ids: Map[ExprId, Int] = r.output.flatMap { a =>
+      Option(if (caseSensitive) schema.findField(a.name) else schema.caseInsensitiveFindField(a.name)).map(f => a.exprId -> f.fieldId())
+    }.toMap
+    val root = locationPath(table.location(), session)
+    IndexDiscovery.indexesAt(session, root, cond,
+      (id: ExprId, indexed: Seq[IndexedColumn]) =>
+        ids.get(id).flatMap(fid => indexed.find(_.sameColumn("", Some(fid))).map(_.name))).flatMap { case (_, used) =>
+      val opts = NativeFilters.options(session, Map.empty)
+      val pruner = new IndexPruner(session, used, new RowGroupSelection(false), st.name(), opts.int96Probes)
+      val conf = new SerializableConf(session.sessionState.newHadoopConf())
+      IcebergTables.swap(new PrunedIcebergTable(table, pruner, conf, IcebergTables.scanPin(st)), st).map(t => r.copy(table = t))
+    }
+  }
+}

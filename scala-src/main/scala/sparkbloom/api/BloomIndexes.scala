@@ -1,0 +1,49 @@
+package sparkbloom.api
+
+import org.apache.spark.sql.SparkSession
+
+import sparkbloom.formats.TableFormats
+import sparkbloom.index.{ColumnSpec, IndexDescription, IndexManager, ResolvedTable, TableRef, TableResolver}
+
+/**
+ * The one facade every front end calls: the SQL commands, the Scala API and (through [[PythonApi]]) the Python
+ * package. A table is resolved through the table formats ([[TableFormats]]: Parquet, Delta Lake, Iceberg), then
+ * its indexes are managed by the index layer ([[IndexManager]]). User errors are
+ * `sparkbloom.index.BloomIndexException`s raised before anything is written; a failed build leaves the previous
+ * version in force.
+ * {{{
+ *   BloomIndexes.create(spark, TableRef.Catalog("events"), "by_user", Seq(ColumnSpec("user_id")), Map.empty,
+ *     ifNotExists = false)
+ * }}}
+ */
+object BloomIndexes {
+  /** `table` resolved for indexing; `refresh`: a catalog table's cached listing is refreshed first. */
+  def resolve(spark: SparkSession, table: TableRef, refresh: Boolean = false): ResolvedTable =
+    TableResolver.resolve(spark, table, TableFormats.all, refresh)
+
+  def create(spark: SparkSession, table: TableRef, name: String, columns: Seq[ColumnSpec],
+             options: Map[String, String], ifNotExists: Boolean): IndexDescription =
+    IndexManager.create(spark, resolve(spark, table, refresh = true), name, columns, options, ifNotExists)
+
+  def drop(spark: SparkSession, table: TableRef, name: String, ifExists: Boolean): Boolean =
+    IndexManager.drop(spark, resolve(spark, table), name, ifExists)
+
+  /**
+   * Removes columns from an index in one new version (the remaining columns' entries are copied, nothing
+   * is rescanned). Removing every column drops the index. Unknown columns are an error.
+   */
+  def dropColumns(spark: SparkSession, table: TableRef, name: String, columns: Seq[String]): Option[IndexDescription] =
+    IndexManager.dropColumns(spark, resolve(spark, table), name, columns)
+
+  def refresh(spark: SparkSession, table: TableRef, name: String, full: Boolean): IndexDescription =
+    IndexManager.refresh(spark, resolve(spark, table, refresh = true), name, full)
+
+  def list(spark: SparkSession, table: TableRef): Seq[IndexDescription] = IndexManager.list(spark, resolve(spark, table))
+
+  /** `verify`: also read every run and check its CRC (indexes that fit `spark.sparkbloom.cache.maxBytes`). */
+  def describe(spark: SparkSession, table: TableRef, name: String, verify: Boolean = false): IndexDescription =
+    IndexManager.describe(spark, resolve(spark, table), name, verify)
+
+  /** Option key of the table-wide false-read budget. */
+  val FalseReadsPerKeyKey: String = IndexManager.FalseReadsPerKeyKey
+}

@@ -1,0 +1,47 @@
+package sparkbloom.index
+
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.fs.Path
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.{ExprId, Expression}
+import org.slf4j.LoggerFactory
+
+import sparkbloom.BloomConf
+import sparkbloom.predicate.BloomPredicate
+
+/** Finds the bloom indexes stored for a table that can answer part of a filter condition. */
+object IndexDiscovery {
+  private val log = LoggerFactory.getLogger(getClass)
+
+  /** The indexes stored for the table at `root` that answer part of `cond` (`names`: attribute -> column). */
+  def indexesAt(session: SparkSession, root: Path, cond: Expression,
+                names: Map[ExprId, String]): Option[(Path, Seq[(IndexVersion, BloomPredicate)])] =
+    indexesAt(session, root, cond, (id: ExprId, indexed: Seq[IndexedColumn]) =>
+      names.get(id).flatMap(n => indexed.find(_.name == n).orElse(indexed.find(_.name.equalsIgnoreCase(n))).map(_.name)))
+
+  /**
+   * The same, with `column` saying which indexed column (if any) an attribute is: Delta and Iceberg tables
+   * find them by the files' identity (physical name, field id) rather than by the name in the query.
+   */
+  def indexesAt(session: SparkSession, root: Path, cond: Expression,
+                column: (ExprId, Seq[IndexedColumn]) => Option[String]): Option[(Path, Seq[(IndexVersion, BloomPredicate)])] = {
+    val conf = session.sessionState.newHadoopConf()
+    val fs = root.getFileSystem(conf)
+    val base = IndexStore.indexesDir(fs.makeQualified(root), BloomConf.indexRoot(session))
+    if (!fs.exists(base)) None
+    else {
+      val used: Seq[(IndexVersion, BloomPredicate)] = fs.listStatus(base).toSeq.filter(_.isDirectory).flatMap { st =>
+        try {
+          IndexStore.latestMeta(fs, st.getPath)._1.flatMap { meta =>
+            val lookup = (id: ExprId) => column(id, meta.columns)
+            val pred = BloomPredicate.translate(cond, lookup)
+            if (pred == BloomPredicate.Unknown) None
+            else Some(IndexStore.load(fs, conf, st.getPath, meta) -> pred)
+          }
+        } catch { case NonFatal(e) => log.warn(s"sparkbloom: ignoring index ${st.getPath}: $e"); None }
+      }
+      if (used.isEmpty) None else Some(root -> used)
+    }
+  }
+}

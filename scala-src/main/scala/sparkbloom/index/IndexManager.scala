@@ -1,0 +1,305 @@
+package sparkbloom.index
+
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.fs.{FileSystem, Path}
+import org.apache.spark.sql.SparkSession
+import org.slf4j.LoggerFactory
+
+import sparkbloom.BloomConf
+import sparkbloom.encoding.SparkEncodings
+import sparkbloom.index.sliced.{ColumnSlice, IndexCache, Layout, LayoutAssembler}
+import sparkbloom.sbbf.Sizing
+
+/**
+ * The indexes of a resolved table: create, refresh, drop, describe. Front ends reach it through the facade
+ * `sparkbloom.api.BloomIndexes`, which resolves table names through the table formats first. User errors are
+ * [[BloomIndexException]]s raised before anything is written; a failed build leaves the previous version in force.
+ */
+object IndexManager {
+  private val log = LoggerFactory.getLogger(getClass)
+
+  def create(spark: SparkSession, t: ResolvedTable, name: String, columns: Seq[ColumnSpec],
+             options: Map[String, String], ifNotExists: Boolean): IndexDescription = {
+    checkName(name)
+    val opts = parseOptions(spark, options)
+    val cols = resolveColumns(t, columns, opts)
+    val dir = indexDir(spark, t, name)
+    val fs = dir.getFileSystem(spark.sessionState.newHadoopConf())
+    IndexStore.latestMeta(fs, dir)._1 match {
+      case Some(_) if ifNotExists => return describe(spark, t, name)
+      case Some(_) => throw new BloomIndexException(s"Bloom index $name already exists on ${t.display}")
+      case None =>
+    }
+    val next = IndexStore.versions(fs, dir).headOption.getOrElse(0L) + 1
+    buildVersion(spark, t, dir, name, cols, opts, next, t.listing(), None)
+    describe(spark, t, name)
+  }
+
+  def drop(spark: SparkSession, t: ResolvedTable, name: String, ifExists: Boolean): Boolean = {
+    val dir = indexDir(spark, t, name)
+    val fs = dir.getFileSystem(spark.sessionState.newHadoopConf())
+    if (IndexStore.versions(fs, dir).isEmpty) {
+      if (ifExists) return false
+      throw new BloomIndexException(s"Bloom index $name does not exist on ${t.display}")
+    }
+    IndexStore.invalidate(dir)
+    fs.delete(dir, true)
+  }
+
+  /**
+   * Removes columns from an index in one new version (the remaining columns' entries are copied, nothing
+   * is rescanned). Removing every column drops the index. Unknown columns are an error.
+   */
+  def dropColumns(spark: SparkSession, t: ResolvedTable, name: String, columns: Seq[String]): Option[IndexDescription] = {
+    val dir = indexDir(spark, t, name)
+    val conf = spark.sessionState.newHadoopConf()
+    val fs = dir.getFileSystem(conf)
+    val meta = IndexStore.latestMeta(fs, dir)._1.getOrElse(
+      throw new BloomIndexException(s"Bloom index $name does not exist on ${t.display}"))
+    val unknown = columns.filterNot(c => meta.columns.exists(_.name.equalsIgnoreCase(c)))
+    if (unknown.nonEmpty) throw new BloomIndexException(s"Column(s) ${unknown.mkString(", ")} not in bloom index $name " +
+      s"on ${t.display}; its columns are ${meta.columns.map(_.name).mkString(", ")}")
+    val remaining = meta.columns.filterNot(c => columns.exists(_.equalsIgnoreCase(c.name)))
+    if (remaining.isEmpty) { drop(spark, t, name, ifExists = false); return None }
+    val current = IndexStore.load(fs, conf, dir, meta)
+    if (current.problems.nonEmpty || current.memorySegments.nonEmpty) {
+      // A damaged or format-1 version: rebuild what remains rather than carry damage or memory segments on.
+      buildVersion(spark, t, dir, name, remaining, meta.options, meta.version + 1, t.listing(), None)
+    } else {
+      val dropped = meta.columns.map(_.name).filterNot(remaining.map(_.name).contains).toSet
+      commitLayout(spark, fs, dir, meta.copy(columns = remaining, version = meta.version + 1),
+        LayoutAssembler.dropColumns(current.layout, dropped), newDataDir(meta.version + 1))
+    }
+    Some(describe(spark, t, name))
+  }
+
+  def refresh(spark: SparkSession, t: ResolvedTable, name: String, full: Boolean): IndexDescription = {
+    val dir = indexDir(spark, t, name)
+    val fs = dir.getFileSystem(spark.sessionState.newHadoopConf())
+    val meta = IndexStore.latestMeta(fs, dir)._1.getOrElse(
+      throw new BloomIndexException(s"Bloom index $name does not exist on ${t.display}"))
+    val cols = meta.columns.map(c => stillThere(t, c).getOrElse(resolveColumns(t, Seq(c.spec), meta.options).head))
+    val files = t.listing()
+    val previous = if (full) None else {
+      val loaded = IndexStore.load(fs, spark.sessionState.newHadoopConf(), dir, meta)
+      // Damage, or a format-1 version (its filters are only in memory): rebuild everything.
+      if (loaded.problems.nonEmpty || loaded.memorySegments.nonEmpty) None else Some(loaded)
+    }
+    buildVersion(spark, t, dir, name, cols, meta.options, meta.version + 1, files, previous)
+    describe(spark, t, name)
+  }
+
+  def list(spark: SparkSession, t: ResolvedTable): Seq[IndexDescription] = {
+    val base = IndexStore.indexesDir(t.root, BloomConf.indexRoot(spark))
+    val fs = base.getFileSystem(spark.sessionState.newHadoopConf())
+    if (!fs.exists(base)) Nil
+    else fs.listStatus(base).toSeq.filter(_.isDirectory).map(_.getPath.getName).sorted
+      .filter(n => IndexStore.versions(fs, new Path(base, n)).nonEmpty)
+      .map(n => describe(spark, t, n))
+  }
+
+  /** `verify`: also read every run and check its CRC (indexes that fit `spark.sparkbloom.cache.maxBytes`). */
+  def describe(spark: SparkSession, t: ResolvedTable, name: String, verify: Boolean = false): IndexDescription = {
+    val dir = indexDir(spark, t, name)
+    val conf = spark.sessionState.newHadoopConf()
+    val fs = dir.getFileSystem(conf)
+    val (metaOpt, commitProblems) = IndexStore.latestMeta(fs, dir)
+    val meta = metaOpt.getOrElse(throw new BloomIndexException(s"Bloom index $name does not exist on ${t.display}"))
+    val loaded = IndexStore.load(fs, conf, dir, meta)
+    val l = loaded.layout
+    val listing = t.listing()
+    val files = listing.files
+    val current = files.map(_.path).toSet
+    val covered = files.count(f => loaded.covers(f.path, f.size, f.mtime).isDefined)
+    val rowGroupsOfCurrent = l.paths.indices.filter(i => current.contains(l.paths(i))).map(i => (l.firstRg(i + 1) - l.firstRg(i)).toLong).sum
+    IndexDescription(name, t.display, dir.toString, meta.columns.map(_.spec), meta.fpp, meta.ndv, meta.version,
+      meta.createdAtMillis, covered, rowGroupsOfCurrent,
+      meta.harvested, meta.scanned, meta.sizeInBytes, files.size, files.size - covered,
+      l.paths.count(p => !current.contains(p)),
+      commitProblems ++ loaded.problems ++ (if (verify) IndexStore.verify(fs, loaded) else IndexCache.damageOf(dir)),
+      meta.falseReadsPerKey, meta.columns.map(_.policy.describe), meta.maxBitsPerValue,
+      meta.columnStats.getOrElse(Nil), SkippingLog.usageOf(dir.toString), meta.tableSnapshot, listing.snapshot)
+  }
+
+  private def newDataDir(version: Long): String = s"v$version-${java.util.UUID.randomUUID().toString.take(8)}"
+
+  private def buildVersion(spark: SparkSession, t: ResolvedTable, dir: Path, name: String, cols: Seq[IndexedColumn],
+                           opts: TableOptions, version: Long, listing: TableListing,
+                           previous: Option[IndexVersion]): Unit = {
+    val files = listing.files
+    val conf = spark.sessionState.newHadoopConf()
+    val fs = dir.getFileSystem(conf)
+    val dataDirName = newDataDir(version)
+    val dataDir = new Path(dir, dataDirName)
+    val unchanged = previous.map { p =>
+      files.filter(f => p.covers(f.path, f.size, f.mtime).isDefined).map(_.path).toSet
+    }.getOrElse(Set.empty[String])
+    val carried = previous.filter(_ => unchanged.nonEmpty).map(p => (p.layout, unchanged))
+    val toBuild = files.filterNot(f => unchanged.contains(f.path))
+    // The budget is shared by the table as it is now: carried row groups keep their filters, new ones are
+    // sized against every current row group's values.
+    val budgeted = cols.collect { case c if c.policy.isInstanceOf[FppPolicy.TableBudget] => c.name }
+    def sizerFor(values: Map[String, Long]) =
+      FilterSizer(cols.map(c => c.name -> c.policy).toMap, values, BloomConf.maxBitsPerValue(spark))
+    val harvest = BloomConf.harvest(spark)
+    try {
+      fs.mkdirs(dataDir)
+      val stats =
+        // Harvesting, the sizing counts come with the first job, and a second job scans only what must be.
+        if (harvest && budgeted.nonEmpty && toBuild.nonEmpty)
+          IndexBuilder.buildHarvestFirst(spark, toBuild, cols, dir, dataDirName, budgeted,
+            SizingJobs.carriedCounts(budgeted, carried), sizerFor)
+        else IndexBuilder.build(spark, toBuild, cols, harvest, dir, dataDirName,
+          sizerFor(if (toBuild.isEmpty) Map.empty else SizingJobs.valuesUpperBound(spark, toBuild, budgeted, carried, cols)))
+      if (stats.skipped.nonEmpty) log.warn(s"bloom index $name: files not indexed: ${stats.skipped.mkString("; ")}")
+      val layout = LayoutAssembler.assemble(cols.map(_.name), carried, stats.entryMetas, stats.segments)
+      val meta = IndexMeta(name, t.display, t.root.toString, cols, opts.fpp, opts.ndv, version, 0L, dataDirName,
+        0, 0, 0, 0, 0, 0, opts.falseReadsPerKey, if (opts.fppPerFile) Some(IndexedColumn.FileScope) else None,
+        tableSnapshot = listing.snapshot)
+      commitLayout(spark, fs, dir, meta, layout, dataDirName)
+      cleanOldVersions(fs, dir, keep = Set(dataDirName) ++ previous.toSeq.flatMap(p => p.meta.referencedDirs.getOrElse(Nil) :+ p.meta.dataDir))
+    } catch {
+      case NonFatal(e) =>
+        try fs.delete(dataDir, true) catch { case NonFatal(_) => }
+        throw e
+    }
+  }
+
+  /**
+   * Writes `layout` into `dataDirName` and commits it as `meta.version`, with the figures DESCRIBE reports
+   * computed from the layout (carried row groups included).
+   */
+  private def commitLayout(spark: SparkSession, fs: FileSystem, dir: Path, meta: IndexMeta, layout: Layout,
+                           dataDirName: String): Unit = {
+    val maxBpv = BloomConf.maxBitsPerValue(spark)
+    fs.mkdirs(new Path(dir, dataDirName))
+    try {
+      IndexStore.writeLayout(fs, dir, dataDirName, layout)
+      val stats = layout.columns.toSeq.map(c => ColumnStats.ofLayout(layout, c, maxBpv))
+      def countSource(s: String) = layout.columns.map(_.source.count(_ == ColumnSlice.sourceId(s)).toLong).sum
+      val referenced = (layout.segments.map(_.file.takeWhile(_ != '/')).toSet + dataDirName).toSeq.sorted
+      IndexStore.commit(fs, spark.sessionState.newHadoopConf(), dir, meta.copy(
+        createdAtMillis = System.currentTimeMillis(), dataDir = dataDirName, files = layout.numFiles,
+        rowGroups = layout.numRowGroups, entries = layout.numRowGroups.toLong * layout.columns.length,
+        harvested = countSource("harvest"), scanned = countSource("scan"), sizeInBytes = stats.map(_.sizeInBytes).sum,
+        maxBitsPerValue = Some(maxBpv), columnStats = Some(stats), formatVersion = Some(2), referencedDirs = Some(referenced)))
+    } catch {
+      case NonFatal(e) => try fs.delete(new Path(dir, dataDirName), true) catch { case NonFatal(_) => }; throw e
+    }
+  }
+
+  /**
+   * Removes data directories no longer read by the newest two versions (readers may still use the previous
+   * one); a version reads its own directory and those whose segments it still references.
+   */
+  private def cleanOldVersions(fs: FileSystem, dir: Path, keep: Set[String]): Unit = try {
+    val committed = IndexStore.versions(fs, dir)
+    val live = committed.take(2).flatMap(v => scala.util.Try {
+      val m = IndexStore.readMeta(fs, dir, v); m.referencedDirs.getOrElse(Nil) :+ m.dataDir
+    }.getOrElse(Nil)).toSet ++ keep
+    fs.listStatus(dir).filter(s => s.isDirectory && s.getPath.getName.startsWith("v") && !live.contains(s.getPath.getName))
+      .filter(s => System.currentTimeMillis() - s.getModificationTime > 60000) // never a build in progress
+      .foreach(s => fs.delete(s.getPath, true))
+  } catch { case NonFatal(e) => log.warn(s"could not clean old versions of $dir: ${e.getMessage}") }
+
+  def indexDir(spark: SparkSession, t: ResolvedTable, name: String): Path =
+    new Path(IndexStore.indexesDir(t.root, BloomConf.indexRoot(spark)), name)
+
+  private def checkName(name: String): Unit =
+    if (!IndexStore.validName(name))
+      throw new BloomIndexException(s"Invalid bloom index name '$name': use letters, digits and underscores, starting with a letter or underscore")
+
+  /** Option keys of the facade. [[FppScopeKey]] comes from Databricks' DDL only (its fpp is per file). */
+  val FalseReadsPerKeyKey = "false_reads_per_key"
+  private[sparkbloom] val FppScopeKey = "sparkbloom.fpp_scope"
+
+  /**
+   * The index-wide options, with the session's defaults filled in: an explicit `fpp` wins; otherwise the
+   * budget `false_reads_per_key` (given, or `spark.sparkbloom.falseReadsPerKey`), unless the session sets a
+   * default `spark.sparkbloom.fpp`.
+   */
+  private[sparkbloom] def parseOptions(spark: SparkSession, options: Map[String, String]): TableOptions = {
+    var fpp: Option[Double] = None; var ndv: Option[Long] = None; var budget: Option[Double] = None
+    var perFile = false
+    options.foreach { case (k, v) =>
+      k.toLowerCase(java.util.Locale.ROOT) match {
+        case "fpp" => fpp = Some(parseFpp(v))
+        case "ndv" | "numitems" => ndv = Some(parseNdv(v))
+        case FalseReadsPerKeyKey => budget = Some(parseBudget(FalseReadsPerKeyKey, v))
+        case FppScopeKey => perFile = v == IndexedColumn.FileScope
+        case other => throw new BloomIndexException(s"Unknown bloom index option '$other' (supported: fpp, ndv, $FalseReadsPerKeyKey)")
+      }
+    }
+    if (fpp.isDefined && budget.isDefined)
+      throw new BloomIndexException(s"Give either fpp (per row group) or $FalseReadsPerKeyKey (for the whole table), not both")
+    if (fpp.isEmpty && budget.isEmpty) {
+      fpp = BloomConf.defaultFpp(spark).map(f => checkConf(BloomConf.DefaultFpp, f, x => x > 0 && x < 1))
+      if (fpp.isEmpty) budget = Some(checkConf(BloomConf.FalseReadsPerKey, BloomConf.falseReadsPerKey(spark), _ > 0))
+    }
+    val maxBpv = BloomConf.maxBitsPerValue(spark)
+    checkConf(BloomConf.MaxBitsPerValue, maxBpv, b => b >= 8 && b <= 64)
+    TableOptions(fpp, ndv, budget, perFile)
+  }
+
+  private def checkConf(key: String, v: Double, ok: Double => Boolean): Double =
+    if (ok(v) && !v.isNaN && !v.isInfinite) v else throw new BloomIndexException(s"Invalid value $v for $key")
+
+  private def parseFpp(v: String): Double = {
+    val d = try v.trim.toDouble catch { case _: NumberFormatException => throw new BloomIndexException(s"Option fpp must be a number in (0, 1), got '$v'") }
+    if (!(d > 0 && d < 1)) throw new BloomIndexException(s"Option fpp must be in (0, 1), got $v")
+    d
+  }
+
+  private[sparkbloom] def parseBudget(key: String, v: String): Double = {
+    val d = try v.trim.toDouble catch { case _: NumberFormatException => throw new BloomIndexException(s"Option $key must be a positive number, got '$v'") }
+    if (!(d > 0) || d.isInfinite) throw new BloomIndexException(s"Option $key must be a positive number, got $v")
+    d
+  }
+
+  private def parseNdv(v: String): Long = {
+    val n = try v.trim.toLong catch { case _: NumberFormatException => throw new BloomIndexException(s"Option ndv must be a positive integer, got '$v'") }
+    if (n <= 0) throw new BloomIndexException(s"Option ndv must be a positive integer, got $v")
+    n
+  }
+
+  /**
+   * An indexed column kept by the files' identity of it (Delta physical name, Iceberg field id), whatever it
+   * is called now: a renamed column keeps its index. None for columns found by name.
+   */
+  private def stillThere(t: ResolvedTable, c: IndexedColumn): Option[IndexedColumn] =
+    if (c.fileName.isEmpty && c.fieldId.isEmpty) None
+    else t.dataSchema.fields.find { f => val (n, id) = t.fileColumn(f); c.sameColumn(n.getOrElse(f.name), id) } match {
+      case Some(f) if f.dataType.sql == c.dataType => Some(c)
+      case _ => throw new BloomIndexException(s"Indexed column ${c.name} of bloom index on ${t.display} is no longer in " +
+        s"the table (or its type changed): drop the index or its column")
+    }
+
+  private def resolveColumns(t: ResolvedTable, specs: Seq[ColumnSpec], opts: TableOptions): Seq[IndexedColumn] = {
+    if (specs.isEmpty) throw new BloomIndexException("A bloom index needs at least one column")
+    val dupes = specs.groupBy(_.name.toLowerCase).collect { case (n, s) if s.size > 1 => n }
+    if (dupes.nonEmpty) throw new BloomIndexException(s"Column ${dupes.head} is listed more than once")
+    specs.map { s =>
+      if (t.partitionColumns.exists(_.equalsIgnoreCase(s.name)))
+        throw new BloomIndexException(s"Column ${s.name} is a partition column of ${t.display}; partition pruning already skips on it")
+      val field = t.dataSchema.fields.find(_.name == s.name).orElse(t.dataSchema.fields.find(_.name.equalsIgnoreCase(s.name)))
+        .getOrElse(throw new BloomIndexException(s"Column ${s.name} does not exist in ${t.display}; available columns: " +
+          t.dataSchema.fieldNames.mkString(", ")))
+      if (!SparkEncodings.indexable(field.dataType))
+        throw new BloomIndexException(s"Cannot index column ${field.name}: ${SparkEncodings.unsupportedReason(field.dataType)}")
+      s.fpp.foreach(f => if (!(f > 0 && f < 1)) throw new BloomIndexException(s"Option fpp of column ${s.name} must be in (0, 1), got $f"))
+      s.ndv.foreach(n => if (n <= 0) throw new BloomIndexException(s"Option ndv of column ${s.name} must be a positive integer, got $n"))
+      s.falseReadsPerKey.foreach(b => if (!(b > 0) || b.isInfinite)
+        throw new BloomIndexException(s"Option $FalseReadsPerKeyKey of column ${s.name} must be a positive number, got $b"))
+      if (s.fpp.isDefined && s.falseReadsPerKey.isDefined)
+        throw new BloomIndexException(s"Column ${s.name}: give either fpp or $FalseReadsPerKeyKey, not both")
+      // The column's own choice wins, then the index's.
+      val fpp = s.fpp.orElse(if (s.falseReadsPerKey.isDefined) None else opts.fpp)
+      val budget = if (fpp.isDefined) None else s.falseReadsPerKey.orElse(opts.falseReadsPerKey)
+      fpp.foreach(Sizing.checkFpp)
+      val (fileName, fieldId) = t.fileColumn(field)
+      IndexedColumn(field.name, field.dataType.sql, fpp, s.ndv.orElse(opts.ndv), budget,
+        if (fpp.isDefined && opts.fppPerFile) Some(IndexedColumn.FileScope) else None, fileName, fieldId)
+    }
+  }
+}

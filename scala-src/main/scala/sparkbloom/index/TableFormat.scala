@@ -1,0 +1,56 @@
+package sparkbloom.index
+
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan}
+import org.apache.spark.sql.execution.SparkPlan
+
+/**
+ * A table format sparkbloom indexes and prunes: Spark's V1 and V2 Parquet sources, Delta Lake, Iceberg. The
+ * core (index, scan, optimizer) knows formats only through this trait; the formats themselves are plug-ins
+ * (`sparkbloom.formats`), listed in one place (`sparkbloom.formats.TableFormats`) and handed to the rules and
+ * the index facade. Every method answers None for a table that is not this format's, so the next format is
+ * asked. A format whose library is not on the classpath is not in the list at all.
+ */
+trait TableFormat {
+
+  /** A short name, for logs. */
+  def name: String
+
+  /**
+   * `ref` as a table of this format, listed at its newest snapshot: its files and their identity, and where each
+   * column is in those files (the reference the index is keyed by). `analyzed`: the analysed plan of
+   * `spark.table(name)` for a catalog name, computed once for all formats (None: no such table). `refresh`: the
+   * caller is about to build from the listing, so cached listings are refreshed first.
+   */
+  def resolve(spark: SparkSession, ref: TableRef, analyzed: () => Option[LogicalPlan], refresh: Boolean): Option[ResolvedTable]
+
+  /**
+   * The table a DataFrame reads, from the leaf of its plan (a relation); None when the leaf is not this format's.
+   * Throws a [[BloomIndexException]] naming the reason when it is, but cannot be indexed.
+   */
+  def tableOf(leaf: LogicalPlan): Option[TableRef]
+
+  /**
+   * `filter`, whose scan is rewritten to skip what the bloom indexes rule out, in the logical `phase` given;
+   * None when the scan is not this format's or nothing applies. `plan`: the whole plan (a format may refuse
+   * plans that rewrite rows).
+   */
+  def rewrite(session: SparkSession, phase: TableFormat.Phase, filter: Filter, plan: LogicalPlan): Option[LogicalPlan]
+
+  /** A physical scan replaced by one that prunes at execution (Spark's V2 scans); None leaves it as it is. */
+  def rewritePhysical(session: SparkSession, scan: SparkPlan): Option[SparkPlan] = None
+}
+
+object TableFormat {
+  /** When a logical rewrite runs: in the optimizer, or after it among the pre-CBO rules (after Delta's own skipping). */
+  sealed trait Phase
+  case object Optimizer extends Phase
+  case object PreCbo extends Phase
+
+  /** The first answer of `formats`, in their order. */
+  def first[T](formats: Seq[TableFormat])(f: TableFormat => Option[T]): Option[T] = {
+    val it = formats.iterator
+    while (it.hasNext) { val r = f(it.next()); if (r.isDefined) return r }
+    None
+  }
+}

@@ -23,7 +23,7 @@ val sparkLine: SparkLine = SparkLines.load(versions, sys.props.getOrElse("sparkb
 val jvmFlags: Seq[String] = IO.readLines(file("project/jvm-flags.txt"))
   .map(_.trim).filter(l => l.nonEmpty && !l.startsWith("#"))
 
-// Delta Lake and Iceberg (issue 12), per format, for the lines whose `lakehouse.<line>` row names an artifact:
+// Delta Lake and Iceberg, per format, for the lines whose `lakehouse.<line>` row names an artifact:
 // compile-time only (Provided, intransitive: they must not bring another Spark; Delta's storage module is the
 // one runtime dependency Spark lacks). The `LakehouseRuntime` configuration resolves them transitively, minus
 // what Spark ships, for `lakehouseJars` (the real tables of the tests, the demo and the version smoke).
@@ -63,11 +63,9 @@ lazy val root = (project in file("."))
     // Table formats (Delta Lake, Iceberg): variant directories chosen by the same rule as the Spark shims, by the
     // versions of the libraries the line has (a format the line has no build of compiles nothing at all).
     Compile / unmanagedSourceDirectories ++= SparkLines.variantDirs(baseDirectory.value / "scala-src" / "formats", libraryVersions),
-    // The lakehouse suites (real Delta and Iceberg tables): each format's where the line has it (tests/lakehouse
-    // holds what they share). The full Scala suites run on the default line; dev/matrix's full mode runs these on each.
-    Test / unmanagedSourceDirectories ++= (if (deltaArtifact.isDefined || icebergArtifact.isDefined) Seq(baseDirectory.value / "tests" / "lakehouse") else Nil) ++
-      deltaArtifact.map(_ => baseDirectory.value / "tests" / "lakehouse-delta") ++
-      icebergArtifact.map(_ => baseDirectory.value / "tests" / "lakehouse-iceberg"),
+    // The table formats' suites (real Delta and Iceberg tables), chosen like their sources. The full Scala suites
+    // run on the default line; dev/matrix's full mode runs these on each.
+    Test / unmanagedSourceDirectories ++= SparkLines.variantDirs(baseDirectory.value / "tests" / "formats", libraryVersions),
     ivyConfigurations += LakehouseRuntime,
     // The lakehouse suites read real tables with the formats' runtime dependencies too (Delta 4.4's kernel).
     Test / unmanagedJars ++= lakehouseJars.value.map(Attributed.blank),
@@ -121,7 +119,7 @@ lazy val root = (project in file("."))
     Compile / doc / sources := Seq.empty
   )
 
-// JMH benchmarks (issue 5) live in their own sub-project so the main jar stays lean.
+// JMH benchmarks live in their own sub-project so the main jar stays lean.
 lazy val bench = (project in file("benchmarks/jmh"))
   .dependsOn(root)
   .enablePlugins(JmhPlugin)

@@ -22,6 +22,7 @@ object BloomConf {
    * summed over the whole table (see `index/FppBudget.scala`).
    */
   val FalseReadsPerKey = "spark.sparkbloom.falseReadsPerKey"
+  val DefaultFalseReadsPerKey = 0.1
   /**
    * Driver memory for indexes: layouts and filter runs, one LRU. A lookup whose runs would not fit is
    * evaluated as a Spark job over the index files instead.
@@ -29,6 +30,7 @@ object BloomConf {
   val CacheMaxBytes = "spark.sparkbloom.cache.maxBytes"
   /** Ceiling on filter bits per distinct value; past it the expected false reads rise instead. */
   val MaxBitsPerValue = "spark.sparkbloom.maxBitsPerValue"
+  val DefaultMaxBitsPerValue = 32.0
 
   /**
    * Internal (tests and benchmarks): with false, every scanned chunk is hashed through parquet-java's column
@@ -58,9 +60,9 @@ object BloomConf {
   def harvest(s: SparkSession): Boolean = s.conf.get(Harvest, "true").toBoolean
   def defaultFpp(s: SparkSession): Option[Double] = Option(s.conf.get(DefaultFpp, null)).filter(_.trim.nonEmpty).map(_.toDouble)
   def falseReadsPerKey(s: SparkSession): Double =
-    s.conf.get(FalseReadsPerKey, index.FppPolicy.DefaultFalseReadsPerKey.toString).toDouble
+    s.conf.get(FalseReadsPerKey, DefaultFalseReadsPerKey.toString).toDouble
   def cacheMaxBytes(s: SparkSession): Long =
     org.apache.spark.network.util.JavaUtils.byteStringAsBytes(s.conf.get(CacheMaxBytes, "176m"))
   def maxBitsPerValue(s: SparkSession): Double =
-    s.conf.get(MaxBitsPerValue, index.FppPolicy.DefaultMaxBitsPerValue.toString).toDouble
+    s.conf.get(MaxBitsPerValue, DefaultMaxBitsPerValue.toString).toDouble
 }

@@ -15,7 +15,7 @@ import sparkbloom.parquet.{ChunkHasher, Footers}
 import sparkbloom.testing.LocalSpark
 
 /**
- * The build's fast paths (issue 9): hashing a chunk from its dictionary page alone, or from its PLAIN page
+ * The build's fast paths: hashing a chunk from its dictionary page alone, or from its PLAIN page
  * bytes, must give exactly the filters (and counts) the column reader gives; a chunk mixing dictionary and
  * PLAIN pages (a dictionary fallback) must take the column reader and still find every value.
  */

@@ -15,7 +15,7 @@ import sparkbloom.sbbf.Sizing
 import sparkbloom.testing.LocalSpark
 
 /**
- * The table-wide false-positive budget (issue 9): Σ p_i over the table stays within `false_reads_per_key`,
+ * The table-wide false-positive budget: Σ p_i over the table stays within `false_reads_per_key`,
  * measured by probing absent keys, not only by the model; explicit fpp, Databricks' per-file fpp, the
  * bits-per-value ceiling, REFRESH sizing and indexes written before the budget existed.
  */

@@ -8,7 +8,7 @@ import sparkbloom.index.sliced.IndexCache
 import sparkbloom.testing.LocalSpark
 
 /**
- * The block-sliced index (issue 10): what a lookup reads, the cache bound and the distributed probe, and REFRESH reusing the previous version's segments. Every answer is compared
+ * The block-sliced index: what a lookup reads, the cache bound and the distributed probe, and REFRESH reusing the previous version's segments. Every answer is compared
  * with the index switched off.
  */
 class SlicedIndexSuite extends AnyFunSuite with LocalSpark {

@@ -15,7 +15,7 @@ import sparkbloom.index.sliced.IndexCache
 import sparkbloom.testing.LocalSpark
 
 /**
- * The SQL metrics of bloom-pruned scans (issue 10): on the executed plan, in the SQL status store the UI
+ * The SQL metrics of bloom-pruned scans: on the executed plan, in the SQL status store the UI
  * renders, and through the UI's REST API of a real session with the UI on. The figures equal what
  * `sparkbloom.skipping` reports, and the rows equal the index-off query.
  */

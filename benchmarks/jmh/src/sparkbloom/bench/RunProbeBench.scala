@@ -9,7 +9,7 @@ import sparkbloom.sbbf.{Kernel, RunProbe, Sbbf}
 
 /**
  * M = 1,024 filters of `blocks` blocks each, filled to 10.5 bits per value, stored two ways: as the
- * filters themselves (today: one `Sbbf` per row group) and block-sliced (issue 10: `blocks` runs of
+ * filters themselves (today: one `Sbbf` per row group) and block-sliced (`blocks` runs of
  * M x 32 bytes, back to back in one array). `blocks` = 1 is one 32 KiB run, in L1; `blocks` = 8192 is
  * 8,192 runs, 256 MiB (256 KiB per filter), so a random value's run is in DRAM or, at best, the shared L3.
  */

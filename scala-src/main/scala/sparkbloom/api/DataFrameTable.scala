@@ -12,10 +12,11 @@ import sparkbloom.formats.TableFormats
 import sparkbloom.index.{BloomIndexException, NotIndexableException, TableFormat, TableRef}
 
 /**
- * Which table, and which of its columns, `df.bloomFilterIndex(cols)` means: only a plain scan of Parquet
- * files, so that the index describes exactly the files the DataFrame's rows come from. Column selections,
- * renames, filters and views are looked through; anything that combines or computes rows is refused, and
- * so is a requested column that is computed rather than read from the files.
+ * Which table, and which of its columns, `df.bloomFilterIndex(cols)` means: only a plain scan of a table one of
+ * the table formats recognises (Spark's V1 or V2 Parquet source, Delta Lake, Iceberg), so that the index describes
+ * exactly the files the DataFrame's rows come from. Column selections, renames, filters and views are looked
+ * through; anything that combines or computes rows is refused, and so is a requested column that is computed
+ * rather than read from the files.
  */
 object DataFrameTable {
   val Supported: String =
@@ -79,8 +80,8 @@ object DataFrameTable {
           case other => unsupported(s"reads from ${other.getClass.getSimpleName}, not Parquet files")
         }
         case r: DataSourceV2Relation =>
-          unsupported(s"reads ${r.table.name()} through a DataSource V2 connector; only the built-in (V1) Parquet " +
-            "source is supported")
+          unsupported(s"reads ${r.table.name()} through a DataSource V2 connector sparkbloom does not index (it " +
+            "indexes Spark's own Parquet source, Delta Lake and Iceberg tables)")
         case _: LocalRelation | _: LogicalRDD => unsupported("holds in-memory data, not Parquet files")
         case other => unsupported(s"is not a plain scan: its plan contains ${other.nodeName}")
       })

@@ -1,5 +1,6 @@
 package sparkbloom.index
 
+import sparkbloom.BloomConf
 import sparkbloom.sbbf.{Sbbf, Sizing}
 
 /**
@@ -35,8 +36,8 @@ object FppPolicy {
   final case class PerRowGroup(fpp: Double) extends FppPolicy { def describe: String = s"fpp=$fpp per row group" }
   final case class PerFile(fpp: Double) extends FppPolicy { def describe: String = s"fpp=$fpp per file" }
 
-  val DefaultFalseReadsPerKey = 0.1
-  val DefaultMaxBitsPerValue = 32.0
+  val DefaultFalseReadsPerKey: Double = BloomConf.DefaultFalseReadsPerKey
+  val DefaultMaxBitsPerValue: Double = BloomConf.DefaultMaxBitsPerValue
   /** A row group never gets a filter weaker than this, however large its share of the budget. */
   val MaxRowGroupFpp = 0.5
 }

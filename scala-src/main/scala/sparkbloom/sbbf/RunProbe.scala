@@ -3,7 +3,7 @@ package sparkbloom.sbbf
 import java.nio.{ByteBuffer, ByteOrder}
 
 /**
- * One value against many filters at once, for block-sliced storage (issue 10). Filters with the same
+ * One value against many filters at once, for block-sliced storage. Filters with the same
  * block count B are stored block-major: block b of each of the group's M filters is one contiguous *run*,
  *
  * {{{

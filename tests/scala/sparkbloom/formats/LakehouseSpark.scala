@@ -1,4 +1,4 @@
-package sparkbloom.lakehouse
+package sparkbloom.formats
 
 import java.nio.file.Files
 

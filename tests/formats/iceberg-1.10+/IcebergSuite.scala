@@ -1,4 +1,4 @@
-package sparkbloom.lakehouse
+package sparkbloom.formats.iceberg
 
 import org.apache.spark.sql.functions._
 import org.scalatest.concurrent.Eventually._
@@ -6,6 +6,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import org.scalatest.time.SpanSugar._
 
 import sparkbloom.api.{BloomIndexes, DataFrameTable}
+import sparkbloom.formats.LakehouseSpark
 import sparkbloom.index.{ColumnSpec, TableRef}
 import sparkbloom.scan.SkippingReport
 

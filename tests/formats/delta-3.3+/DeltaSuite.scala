@@ -1,9 +1,10 @@
-package sparkbloom.lakehouse
+package sparkbloom.formats.delta
 
 import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.{BloomIndexes, DataFrameTable}
+import sparkbloom.formats.LakehouseSpark
 import sparkbloom.index.TableRef
 
 /**

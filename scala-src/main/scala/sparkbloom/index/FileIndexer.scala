@@ -1,0 +1,195 @@
+package sparkbloom.index
+
+import java.io.{ObjectInputStream, ObjectOutputStream}
+
+import scala.collection.mutable
+import scala.jdk.CollectionConverters._
+import scala.util.control.NonFatal
+
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
+import org.apache.parquet.column.ColumnDescriptor
+import org.apache.parquet.column.page.DictionaryPageReadStore
+import org.apache.parquet.hadoop.ParquetFileReader
+import org.apache.parquet.hadoop.util.HadoopInputFile
+import org.apache.parquet.io.SeekableInputStream
+import org.apache.parquet.schema.MessageType
+import org.apache.spark.SparkException
+import org.apache.spark.sql.{Row, SparkSession}
+import org.apache.spark.util.{CollectionAccumulator, LongAccumulator}
+
+import sparkbloom.BloomConf
+import sparkbloom.index.sliced.{EntryMeta, Segment, SegmentWriter}
+import sparkbloom.parquet.{ChunkHasher, Footers, FooterInfo, NativeFilterReader}
+import sparkbloom.sbbf.{InvalidBloomFilterException, Kernel, Sbbf, Sizing}
+
+/**
+ * One data file indexed inside a build task: its footer read, a valid native bloom filter taken where a column
+ * chunk has one (harvest), otherwise the indexed columns' pages read and their values hashed in the file's own
+ * physical type, each filter sized from the chunk's actual distinct count and its row group's FPP.
+ */
+private[index] object FileIndexer {
+  /** Marks a task failure that is a user error (encrypted data): the driver rethrows it as one. */
+  val EncryptedPrefix = "sparkbloom-encrypted: "
+
+  def indexFile(f: DataFile, cols: Array[IndexedColumn], harvest: Boolean, sizer: FilterSizer,
+                        conf: Configuration, acc: Map[String, LongAccumulator], skipped: CollectionAccumulator[String],
+                        fastPaths: Boolean, counted: Array[String], counts: Array[Long],
+                        deferScans: Boolean): Option[Seq[(Row, Float)]] = {
+    val path = new Path(f.path)
+    val input = HadoopInputFile.fromPath(path, conf)
+    // The sizing job just read this footer in this JVM (same path, size and mtime as listed): reuse it.
+    val handed = Footers.take(f.path, f.size, f.mtime).filter(_ => input.getLength == f.size)
+    val reader = try handed.map(md => Footers.open(conf, path, md)).getOrElse(Footers.open(input)) catch {
+      case e: Exception if isCrypto(e) =>
+        throw new SparkException(s"${EncryptedPrefix}cannot index ${f.path}: its footer is encrypted and sparkbloom " +
+          "does not copy membership of encrypted data into an unencrypted index")
+      case NonFatal(e) => skipped.add(s"${f.path}: not a readable Parquet file (${e.getMessage})"); return Some(Nil)
+    }
+    // One stream per file for every native filter harvested from it.
+    var harvestIn: SeekableInputStream = null
+    val harvestStream = () => { if (harvestIn == null) harvestIn = input.newStream(); harvestIn }
+    try {
+      val footer = Footers.fromMetadata(reader.getFooter, input.getLength).resolving(cols.toSeq.map(_.fileColumn))
+      SizingJobs.addValueCounts(footer, counted, counts)
+      for (c <- cols; rg <- footer.rowGroups.indices; ch <- footer.chunk(rg, c.name) if ch.encrypted)
+        throw new SparkException(s"${EncryptedPrefix}cannot index column ${c.name}: it is encrypted in ${f.path}; " +
+          "sparkbloom does not copy membership of encrypted values into an unencrypted index")
+      val out = mutable.Buffer[(Row, Float)]()
+      val entriesPerFile = footer.rowGroups.size * cols.length
+      // Decide per chunk: harvest, scan, or "no filter". Scans need the pages, read row group by row group.
+      val toScan = mutable.Map[(Int, String), ColumnPlan]()
+      val plans = for (rg <- footer.rowGroups.indices; c <- cols) yield {
+        val p = plan(f, footer, rg, c, harvest, harvestStream, acc)
+        if (p.scan) toScan((rg, c.name)) = p
+        (rg, c, p)
+      }
+      if (toScan.nonEmpty && deferScans) {
+        // Scans wait for the table's value counts; the next job takes this footer from here.
+        if (input.getLength == f.size) Footers.remember(f.path, f.size, f.mtime, footer.metadata)
+        return None
+      }
+      acc("harvested").add(plans.count(_._3.source == "harvest"))
+      if (toScan.nonEmpty) scanChunks(reader, footer, toScan, cols, sizer, acc, fastPaths)
+      for ((rg, c, p) <- plans) {
+        val r = footer.rowGroups(rg)
+        val bytes = if (p.filter == null) null else p.filter.toBytes
+        if (bytes != null) acc("bytes").add(bytes.length)
+        acc("entries").add(1)
+        val observedFpp = if (p.filter == null || p.nonNull == 0) 0f else p.filter.observedFpp.toFloat
+        out += Row(f.path, f.size, f.mtime, entriesPerFile, rg, r.start, r.end, r.numRows, c.name,
+          p.encoding.map(_.physical).orNull, p.encoding.map(_.logical).orNull, p.encoding.map(_.typeLength).getOrElse(0),
+          p.encoding.exists(_.rebase), p.hasNull, p.nonNull, p.ndv, p.source, bytes,
+          if (bytes == null) 0L else IndexStore.crc32(bytes)) -> observedFpp
+      }
+      acc("rowGroups").add(footer.rowGroups.size)
+      Some(out.toSeq)
+    } finally {
+      try reader.close() finally if (harvestIn != null) harvestIn.close()
+    }
+  }
+
+  private def isCrypto(e: Throwable): Boolean = {
+    var t = e; var found = false
+    while (t != null && !found) { found = t.getClass.getName.contains("Crypto") || String.valueOf(t.getMessage).contains("encrypted"); t = t.getCause }
+    found
+  }
+
+  private final class ColumnPlan(var encoding: Option[sparkbloom.hash.ColumnEncoding], var hasNull: Boolean,
+                                 var nonNull: Long, var ndv: Long, var filter: Sbbf, var source: String,
+                                 val scan: Boolean, val column: IndexedColumn)
+
+  private def plan(f: DataFile, footer: FooterInfo, rg: Int, c: IndexedColumn, harvest: Boolean,
+                   stream: () => SeekableInputStream, acc: Map[String, LongAccumulator]): ColumnPlan = {
+    val rows = footer.rowGroups(rg).numRows
+    footer.chunk(rg, c.name) match {
+      case None => // column absent from this file: Spark reads it as all nulls
+        new ColumnPlan(None, rows > 0, 0L, 0L, Sbbf.empty(32), "absent", scan = false, c)
+      case Some(ch) if ch.encoding.isEmpty =>
+        new ColumnPlan(None, true, -1L, -1L, null, "unsupported-encoding", scan = false, c)
+      case Some(ch) =>
+        val harvested = if (!harvest || ch.bloomOffset.isEmpty) None else {
+          try Some(NativeFilterReader.read(stream(), footer.fileLength, ch.bloomOffset.get, ch.bloomLength))
+          catch { case _: InvalidBloomFilterException | _: java.io.IOException => None } // corrupt: scan instead
+        }
+        harvested match {
+          case Some(filter) =>
+            val nulls = ch.nullCount
+            new ColumnPlan(ch.encoding, nulls.forall(_ > 0), nulls.map(rows - _).getOrElse(-1L), -1L, filter, "harvest", scan = false, c)
+          case None => new ColumnPlan(ch.encoding, true, -1L, -1L, null, "scan", scan = true, c)
+        }
+    }
+  }
+
+  /**
+   * Hashes the chunks of `toScan`, row group by row group, each the cheapest way its footer allows (see
+   * [[ChunkHasher]]): the dictionary page alone when every data page is dictionary-encoded, the PLAIN page
+   * bytes when every data page is PLAIN, the column reader otherwise (and whenever a page is not as the
+   * footer promised). `fastPaths = false` forces the column reader everywhere (tests compare the two).
+   */
+  private def scanChunks(reader: ParquetFileReader, footer: FooterInfo, toScan: mutable.Map[(Int, String), ColumnPlan],
+                         cols: Array[IndexedColumn], sizer: FilterSizer, acc: Map[String, LongAccumulator],
+                         fastPaths: Boolean): Unit = {
+    val fileRows = footer.rowGroups.map(_.numRows).sum
+    val names = toScan.keys.map(_._2).toSeq.distinct.flatMap(footer.fieldName).distinct
+    def fieldsOf(ns: Seq[String]) = ns.map(n => footer.schema.getFields.get(footer.schema.getFieldIndex(n))).asJava
+    val projection = new MessageType(footer.schema.getName, fieldsOf(names))
+    def request(ns: Seq[String]): Unit = reader.setRequestedSchema(new MessageType(footer.schema.getName, fieldsOf(ns.distinct)))
+    var rg = 0
+    while (rg < footer.rowGroups.size) {
+      val wanted = cols.flatMap(c => toScan.get((rg, c.name)))
+      if (wanted.isEmpty) reader.skipNextRowGroup()
+      else {
+        val jobs = wanted.map { p =>
+          val field = footer.fieldName(p.column.name).get
+          val desc = projection.getColumnDescription(Array(field))
+          val meta = footer.chunk(rg, p.column.name).map(_.meta).orNull
+          val way = if (!fastPaths || meta == null) 'r'
+            else if (ChunkHasher.dictionaryOnly(meta, desc)) 'd'
+            else if (ChunkHasher.plainOnly(meta, desc)) 'p'
+            else 'r'
+          (p, field, desc, meta, way)
+        }
+        val needPages = jobs.filter(_._5 != 'd').map(_._2).toSeq
+        val pages = if (needPages.isEmpty) { reader.skipNextRowGroup(); null } else { request(needPages); reader.readNextRowGroup() }
+        lazy val dictionaries: DictionaryPageReadStore = reader.getDictionaryReader(footer.blocks(rg))
+        // The column reader over this row group's pages of `field`, read again when a fast path gave up.
+        def slow(field: String, desc: ColumnDescriptor, pagesOk: Boolean): ChunkHasher.Hashed = {
+          val ps = if (pagesOk) pages else { request(Seq(field)); reader.readRowGroup(rg) }
+          ChunkHasher.Counters.reader.incrementAndGet()
+          ChunkHasher.hash(ps, projection, desc, footer.createdBy)
+        }
+        for ((p, field, desc, meta, way) <- jobs) {
+          val (hashes, count, nonNull, hasNull) = way match {
+            case 'd' =>
+              ChunkHasher.hashDictionary(dictionaries.readDictionaryPage(desc), desc) match {
+                case Some(hs) =>
+                  ChunkHasher.Counters.dictionary.incrementAndGet()
+                  val nulls = ChunkHasher.nullCount(meta).get
+                  (hs, hs.length, meta.getValueCount - nulls, nulls > 0)
+                case None => val h = slow(field, desc, pagesOk = false); (h.hashes, h.count, h.count.toLong, h.nulls > 0)
+              }
+            case 'p' =>
+              val h = ChunkHasher.hashPlainPages(pages, desc, meta.getValueCount) match {
+                case Some(h) => ChunkHasher.Counters.plain.incrementAndGet(); h
+                case None => slow(field, desc, pagesOk = false)
+              }
+              (h.hashes, h.count, h.count.toLong, h.nulls > 0)
+            case _ =>
+              val h = slow(field, desc, pagesOk = true)
+              (h.hashes, h.count, h.count.toLong, h.nulls > 0)
+          }
+          val ndv = ChunkHasher.distinct(hashes, count)
+          val target = p.column.ndv.map(cap => math.min(cap, ndv.toLong)).getOrElse(ndv.toLong)
+          val fpp = sizer.targetFpp(p.column.name, target, footer.rowGroups(rg).numRows, fileRows)
+          // The scalar kernel sets the same bits as the vector one, and needs no warm-up to be fast.
+          val filter = Sbbf.empty(Sizing.indexBytes(target, fpp), Kernel.scalar)
+          filter.insertAll(hashes, 0, ndv)
+          p.filter = filter; p.hasNull = hasNull; p.nonNull = nonNull; p.ndv = ndv
+          acc("scanned").add(1)
+        }
+      }
+      rg += 1
+    }
+  }
+}

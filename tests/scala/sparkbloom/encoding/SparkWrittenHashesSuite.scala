@@ -3,7 +3,9 @@ package sparkbloom.encoding
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.catalyst.InternalRow
 
-import sparkbloom.{AllTypesData, SparkSessionSuite, SparkWrittenFilters}
+import sparkbloom.testing.SparkSessionSuite
+import sparkbloom.{AllTypesData, SparkWrittenFilters}
+import sparkbloom.testing.SparkSessionSuite
 import sparkbloom.sbbf.Sbbf
 
 /**

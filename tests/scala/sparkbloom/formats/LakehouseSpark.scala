@@ -2,19 +2,18 @@ package sparkbloom.formats
 
 import java.nio.file.Files
 
-import org.apache.spark.sql.{DataFrame, Row}
-import org.apache.spark.sql.execution.SparkPlan
-import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
+import org.apache.spark.sql.DataFrame
 
 import sparkbloom.api.BloomIndexes
-import sparkbloom.index.{ColumnSpec, ScanSkipping}
-import sparkbloom.scan.{BloomScanMetricsExec, SkippingReport}
+import sparkbloom.index.ColumnSpec
+import sparkbloom.scan.SkippingReport
+import sparkbloom.testing.SparkSessionSuite
 
 /**
  * A local session with a table format's extension listed before sparkbloom's (as `sparkbloom.configure()`
  * orders them), real tables in a temporary warehouse, and the index-on / index-off comparison every test uses.
  */
-trait LakehouseSpark extends sparkbloom.SparkSessionSuite with AdaptiveSparkPlanHelper {
+trait LakehouseSpark extends SparkSessionSuite {
   protected def formatExtension: String
   protected def formatConf(warehouse: String): Map[String, String]
 
@@ -23,20 +22,6 @@ trait LakehouseSpark extends sparkbloom.SparkSessionSuite with AdaptiveSparkPlan
   // The format's extension first, as sparkbloom.configure() orders them (Delta's scan is prepared by then).
   override protected def sparkConf: Map[String, String] =
     formatConf(warehouse) + ("spark.sql.extensions" -> s"$formatExtension,${classOf[sparkbloom.SparkBloomExtensions].getName}")
-
-  def withIndexEnabled[T](on: Boolean)(f: => T): T = {
-    val old = spark.conf.get("spark.sparkbloom.enabled", "true")
-    spark.conf.set("spark.sparkbloom.enabled", on.toString)
-    try f finally spark.conf.set("spark.sparkbloom.enabled", old)
-  }
-
-  def sortRows(rows: Seq[Row]): Seq[Row] = rows.sortBy(_.toString)
-
-  /** A query's rows with sparkbloom on, its skipping, the scan's SQL metrics, and its rows with sparkbloom off. */
-  case class Outcome(on: Seq[Row], off: Seq[Row], skipping: Seq[ScanSkipping], metrics: Map[String, Long], plan: SparkPlan) {
-    def skipped: Long = skipping.map(s => s.filesTotal - s.filesKept).sum
-    def kept: Long = skipping.map(_.filesKept).sum
-  }
 
   /**
    * The differential fuzzer of `sparkbloom.reliability.DifferentialFuzzSuite` on a table of this format: the
@@ -80,16 +65,4 @@ trait LakehouseSpark extends sparkbloom.SparkSessionSuite with AdaptiveSparkPlan
     (n, pruned, bothFailed)
   }
 
-  def compare(query: => DataFrame): Outcome = {
-    val (on, skipping, metrics, plan) = withIndexEnabled(true) {
-      val df = query
-      val rows = df.collect().toSeq
-      val plan = df.queryExecution.executedPlan
-      val m = collect(plan) { case b: BloomScanMetricsExec => b.metrics.map { case (k, v) => k -> v.value } }
-        .foldLeft(Map.empty[String, Long])(_ ++ _)
-      (rows, SkippingReport.forPlan(plan), m, plan)
-    }
-    val off = withIndexEnabled(on = false)(query.collect().toSeq)
-    Outcome(sortRows(on), sortRows(off), skipping, metrics, plan)
-  }
 }

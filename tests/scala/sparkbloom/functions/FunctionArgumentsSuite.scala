@@ -2,7 +2,8 @@ package sparkbloom.functions
 
 import org.apache.spark.sql.AnalysisException
 
-import sparkbloom.SparkSessionSuite
+
+import sparkbloom.testing.SparkSessionSuite
 
 /** Wrong arguments to the sbbf_* functions fail analysis, before any job runs, with a message that says why. */
 class FunctionArgumentsSuite extends SparkSessionSuite {

@@ -1,6 +1,7 @@
 package sparkbloom.functions
 
-import sparkbloom.SparkSessionSuite
+
+import sparkbloom.testing.SparkSessionSuite
 
 /** The extension registers the four functions with their documentation, and the documented examples hold. */
 class FunctionRegistrationSuite extends SparkSessionSuite {

@@ -1,6 +1,8 @@
 package sparkbloom.functions
 
-import sparkbloom.{AllTypesData, SparkSessionSuite, SparkWrittenFilters}
+import sparkbloom.testing.SparkSessionSuite
+import sparkbloom.{AllTypesData, SparkWrittenFilters}
+import sparkbloom.testing.SparkSessionSuite
 import sparkbloom.hash.PlainHash
 import sparkbloom.sbbf.Sbbf
 

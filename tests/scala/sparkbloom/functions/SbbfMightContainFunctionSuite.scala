@@ -1,8 +1,8 @@
 package sparkbloom.functions
 
-import sparkbloom.SparkSessionSuite
 import sparkbloom.TestSupport.{fixtureBytes, toHex}
 import sparkbloom.sbbf.ParquetBloomFilter
+import sparkbloom.testing.SparkSessionSuite
 
 /** sbbf_might_contain through SQL, with bitsets from sbbf_agg, from literals and from other writers. */
 class SbbfMightContainFunctionSuite extends SparkSessionSuite {

@@ -1,6 +1,7 @@
 package sparkbloom.functions
 
-import sparkbloom.SparkSessionSuite
+
+import sparkbloom.testing.SparkSessionSuite
 
 /** sbbf_num_bytes through SQL. */
 class SbbfNumBytesFunctionSuite extends SparkSessionSuite {

@@ -12,14 +12,14 @@ import sparkbloom.AllTypesData
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.sliced.ColumnSlice
 import sparkbloom.parquet.{ChunkHasher, Footers}
-import sparkbloom.testing.LocalSpark
+import sparkbloom.testing.SparkSessionSuite
 
 /**
  * The build's fast paths: hashing a chunk from its dictionary page alone, or from its PLAIN page
  * bytes, must give exactly the filters (and counts) the column reader gives; a chunk mixing dictionary and
  * PLAIN pages (a dictionary fallback) must take the column reader and still find every value.
  */
-class BuildFastPathSuite extends AnyFunSuite with LocalSpark {
+class BuildFastPathSuite extends SparkSessionSuite {
 
   private def loaded(dir: String, name: String): IndexVersion = {
     val conf = spark.sessionState.newHadoopConf()

@@ -4,9 +4,9 @@ import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.BloomIndexes
-import sparkbloom.testing.LocalSpark
+import sparkbloom.testing.SparkSessionSuite
 
-class CatalogTableSuite extends AnyFunSuite with LocalSpark {
+class CatalogTableSuite extends SparkSessionSuite {
 
   test("a partitioned catalog table USING parquet skips files through SQL, and EXPLAIN shows the bloom index") {
     spark.range(0, 8000, 1, 8).select(col("id"), (col("id") % 4).as("part"), sha2(col("id").cast("string"), 256).as("h"))

@@ -12,14 +12,14 @@ import sparkbloom.api.BloomIndexes
 import sparkbloom.index.sliced.{Probers, SlicedProbe}
 import sparkbloom.predicate.BloomPredicate
 import sparkbloom.sbbf.Sizing
-import sparkbloom.testing.LocalSpark
+import sparkbloom.testing.SparkSessionSuite
 
 /**
  * The table-wide false-positive budget: Σ p_i over the table stays within `false_reads_per_key`,
  * measured by probing absent keys, not only by the model; explicit fpp, Databricks' per-file fpp, the
  * bits-per-value ceiling, REFRESH sizing and indexes written before the budget existed.
  */
-class FppBudgetSuite extends AnyFunSuite with LocalSpark {
+class FppBudgetSuite extends SparkSessionSuite {
   private val Files_ = 100
   private val RowsPerFile = 500
 

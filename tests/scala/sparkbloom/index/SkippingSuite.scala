@@ -4,9 +4,9 @@ import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.BloomIndexes
-import sparkbloom.testing.LocalSpark
+import sparkbloom.testing.SparkSessionSuite
 
-class SkippingSuite extends AnyFunSuite with LocalSpark {
+class SkippingSuite extends SparkSessionSuite {
 
   private lazy val table: String = {
     val dir = tempDir("skip") + "/t"

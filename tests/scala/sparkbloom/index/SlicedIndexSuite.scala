@@ -5,13 +5,13 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.sliced.IndexCache
-import sparkbloom.testing.LocalSpark
+import sparkbloom.testing.SparkSessionSuite
 
 /**
  * The block-sliced index: what a lookup reads, the cache bound and the distributed probe, and REFRESH reusing the previous version's segments. Every answer is compared
  * with the index switched off.
  */
-class SlicedIndexSuite extends AnyFunSuite with LocalSpark {
+class SlicedIndexSuite extends SparkSessionSuite {
   private lazy val table: String = {
     val dir = tempDir("sliced") + "/t"
     spark.range(0, 40000, 1, 40).select(col("id"), concat(lit("u-"), col("id")).as("s")).write.parquet(dir)

@@ -14,14 +14,14 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.{ColumnSpec, ConcurrentIndexUpdateException, IndexDescription, IndexStore, TableRef}
-import sparkbloom.testing.LocalSpark
+import sparkbloom.testing.SparkSessionSuite
 
 /**
  * Crash safety and concurrency of the commit protocol: a build killed with SIGKILL leaves the previous
  * version in force and is never read; two concurrent REFRESHes never tear the index (one wins, the other
  * fails with a clear error); queries running during REFRESHes return the rows they return without the index.
  */
-class ConcurrencySuite extends AnyFunSuite with LocalSpark {
+class ConcurrencySuite extends SparkSessionSuite {
   private val Files_ = 8
   private val Rows = 4000L
 

@@ -8,13 +8,13 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.{BloomIndexException, ColumnSpec, IndexDescription, IndexStore, TableRef}
-import sparkbloom.testing.LocalSpark
+import sparkbloom.testing.SparkSessionSuite
 
 /**
  * Damage inside the index directory, and Parquet files whose own bloom filters are corrupt: queries
  * still return the rows they return without the index, nothing crashes, and DESCRIBE reports the damage.
  */
-class CorruptionSuite extends AnyFunSuite with LocalSpark {
+class CorruptionSuite extends SparkSessionSuite {
 
   private def newTable(): String = {
     val dir = tempDir("corrupt") + "/t"

@@ -9,7 +9,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.{ColumnSpec, TableRef}
 import sparkbloom.scan.SkippingReport
-import sparkbloom.testing.LocalSpark
+import sparkbloom.testing.SparkSessionSuite
 
 /**
  * Zero false negatives, checked differentially: random predicates over random tables of every supported
@@ -25,7 +25,7 @@ import sparkbloom.testing.LocalSpark
  * }}}
  * A failure prints a reproducer: seed, query number, table, schema and the predicate.
  */
-class DifferentialFuzzSuite extends AnyFunSuite with LocalSpark {
+class DifferentialFuzzSuite extends SparkSessionSuite {
   private val seed = sys.props.getOrElse("sparkbloom.fuzz.seed", "20250611").toLong
   private val queries = sys.props.get("sparkbloom.fuzz.queries")
     .orElse(sys.env.get("SPARKBLOOM_SPARK_FUZZ_QUERIES")).getOrElse("300").toInt

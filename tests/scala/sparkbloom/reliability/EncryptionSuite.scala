@@ -6,10 +6,10 @@ import java.nio.file.Files
 import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.index.{BloomIndexException, IndexStore}
-import sparkbloom.testing.LocalSpark
+import sparkbloom.testing.SparkSessionSuite
 
 /** Encrypted Parquet: no index is built from it, with a clear error, and nothing is committed (docs/encryption.md). */
-class EncryptionSuite extends AnyFunSuite with LocalSpark {
+class EncryptionSuite extends SparkSessionSuite {
 
   private def encryptedTable(): String = {
     val shared = sys.props.getOrElse("sparkbloom.shared", "../shared")

@@ -8,14 +8,14 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.{ColumnSpec, IndexDescription, TableRef}
-import sparkbloom.testing.LocalSpark
+import sparkbloom.testing.SparkSessionSuite
 
 /**
  * The table changes after its index was built: every query stays correct before and after REFRESH
  * (files the index does not know, or knows with another size or modification time, are read), and
  * DESCRIBE says what is not covered.
  */
-class StaleDataSuite extends AnyFunSuite with LocalSpark {
+class StaleDataSuite extends SparkSessionSuite {
 
   private def rows(from: Long, until: Long, files: Int): DataFrame =
     spark.range(from, until, 1, files).select(col("id"), concat(lit("k"), col("id")).as("s"))

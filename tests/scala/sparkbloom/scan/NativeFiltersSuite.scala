@@ -7,14 +7,14 @@ import org.scalatest.funsuite.AnyFunSuite
 import sparkbloom.TestSupport
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.{ColumnSpec, TableRef}
-import sparkbloom.testing.LocalSpark
+import sparkbloom.testing.SparkSessionSuite
 
 /**
  * Issue 13: with sparkbloom loaded, the bloom filters inside Parquet files are used safely at read time on
  * every filtered scan, indexed or not, in place of parquet-java's own bloom level. Every answer is compared
  * with the truth: sparkbloom off and Spark's Parquet filter pushdown off (no row-group filtering at all).
  */
-class NativeFiltersSuite extends AnyFunSuite with LocalSpark {
+class NativeFiltersSuite extends SparkSessionSuite {
 
   /** Rows with no row-group filtering whatsoever: sparkbloom off, Parquet filter pushdown off. */
   private def truth(q: => DataFrame): Seq[Row] = withIndexEnabled(on = false) {

@@ -12,24 +12,16 @@ import org.scalatest.funsuite.AnyFunSuite
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.{ColumnSpec, ScanSkipping, TableRef}
 import sparkbloom.index.sliced.IndexCache
-import sparkbloom.testing.LocalSpark
+import sparkbloom.testing.SparkSessionSuite
 
 /**
  * The SQL metrics of bloom-pruned scans: on the executed plan, in the SQL status store the UI
  * renders, and through the UI's REST API of a real session with the UI on. The figures equal what
  * `sparkbloom.skipping` reports, and the rows equal the index-off query.
  */
-class ScanMetricsSuite extends AnyFunSuite with LocalSpark {
+class ScanMetricsSuite extends SparkSessionSuite {
   // This suite needs the UI (its REST API is what the SQL tab shows); port 0 = any free port.
-  @transient override lazy val spark: SparkSession = SparkSession.builder()
-    .master("local[2]")
-    .appName(getClass.getSimpleName)
-    .config("spark.ui.enabled", "true")
-    .config("spark.ui.port", "0")
-    .config("spark.sql.shuffle.partitions", "4")
-    .config("spark.sql.extensions", "sparkbloom.SparkBloomExtensions")
-    .config("spark.sql.warehouse.dir", Files.createTempDirectory("sparkbloom-wh").toString)
-    .getOrCreate()
+  override protected def sparkConf: Map[String, String] = Map("spark.ui.enabled" -> "true", "spark.ui.port" -> "0")
 
   private lazy val table: String = {
     val dir = tempDir("metrics") + "/t"

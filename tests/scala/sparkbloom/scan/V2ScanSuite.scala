@@ -7,14 +7,14 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.{BloomIndexes, DataFrameTable}
 import sparkbloom.index.{ColumnSpec, ScanSkipping, TableRef}
-import sparkbloom.testing.LocalSpark
+import sparkbloom.testing.SparkSessionSuite
 
 /**
  * Spark's V2 Parquet scan (`spark.read.parquet` with parquet out of `spark.sql.sources.useV1SourceList`): bloom
  * indexes prune its files and row groups, Spark's own V2 reader reads the rest, and the rows equal the
  * index-off query (sparkbloom off, Parquet filter pushdown off).
  */
-class V2ScanSuite extends AnyFunSuite with LocalSpark {
+class V2ScanSuite extends SparkSessionSuite {
 
   private def v2[T](f: => T): T = {
     val old = spark.conf.get("spark.sql.sources.useV1SourceList")

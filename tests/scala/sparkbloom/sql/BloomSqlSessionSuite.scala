@@ -2,32 +2,14 @@ package sparkbloom.sql
 
 import java.nio.file.Files
 
-import org.apache.spark.sql.{Row, SparkSession}
+import org.apache.spark.sql.Row
 import org.apache.spark.sql.catalyst.parser.ParseException
-import org.scalatest.BeforeAndAfterAll
-import org.scalatest.funsuite.AnyFunSuite
+
+import sparkbloom.testing.SparkSessionSuite
 
 /** The parser inside a real session, registered the way users do it: spark.sql.extensions. */
-class BloomSqlSessionSuite extends AnyFunSuite with BeforeAndAfterAll {
-  private var spark: SparkSession = _
-
-  override def beforeAll(): Unit = {
-    super.beforeAll()
-    // The extension is applied only when the SparkContext is created with the setting, so start clean.
-    assert(SparkSession.getActiveSession.isEmpty && SparkSession.getDefaultSession.isEmpty)
-    spark = SparkSession.builder()
-      .master("local[1]")
-      .appName(getClass.getSimpleName)
-      .config("spark.ui.enabled", "false")
-      .config("spark.sql.shuffle.partitions", "1")
-      .config("spark.sql.extensions", "sparkbloom.SparkBloomExtensions")
-      .getOrCreate()
-  }
-
-  override def afterAll(): Unit = {
-    try if (spark != null) spark.stop()
-    finally super.afterAll()
-  }
+class BloomSqlSessionSuite extends SparkSessionSuite {
+  override protected def sparkConf: Map[String, String] = Map("spark.sql.shuffle.partitions" -> "1")
 
   test("the session parses with sparkbloom's parser") {
     val session = spark.asInstanceOf[org.apache.spark.sql.classic.SparkSession]

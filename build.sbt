@@ -55,7 +55,6 @@ lazy val root = (project in file("."))
     target := baseDirectory.value / "target" / s"spark-${sparkLine.id}",
     Compile / scalaSource := baseDirectory.value / "scala-src" / "main" / "scala",
     Compile / unmanagedSourceDirectories ++= SparkLines.shimDirs(baseDirectory.value / "scala-src" / "shims", sparkLine),
-    Test / unmanagedSourceDirectories ++= SparkLines.shimDirs(baseDirectory.value / "tests" / "shims", sparkLine),
     // Delta and Iceberg integration: each compiled where its project publishes an artifact, a stub elsewhere.
     Compile / unmanagedSourceDirectories ++= Seq(
       baseDirectory.value / "scala-src" / "lakehouse" / (if (deltaArtifact.isDefined) "delta" else "delta-none"),
@@ -89,10 +88,8 @@ lazy val root = (project in file("."))
       val all = (Test / unmanagedSources).value
       sys.env.get("SPARKBLOOM_TEST_SOURCES").fold(all)(re => all.filter(f => f.getName.matches(s".*(?:$re).*")))
     },
-    Compile / javaSource := baseDirectory.value / "scala-src" / "main" / "java",
     Compile / resourceDirectory := baseDirectory.value / "scala-src" / "main" / "resources",
     Test / scalaSource := baseDirectory.value / "tests" / "scala",
-    Test / javaSource := baseDirectory.value / "tests" / "java",
     Test / resourceDirectory := baseDirectory.value / "tests" / "resources",
     Compile / unmanagedJars ++= SparkLines.pysparkJars(baseDirectory.value, sparkLine).map(Attributed.blank),
     scalacOptions ++= Seq("-release", "17", "-deprecation", "-feature", "-unchecked", "-Wconf:cat=deprecation:w"),

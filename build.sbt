@@ -138,6 +138,29 @@ lazy val bench = (project in file("benchmarks/jmh"))
     run / javaOptions ++= jvmFlags
   )
 
+// Test and benchmark harnesses, kept out of the product jar: DecisionFuzz (tests/python/test_foreign_fuzz.py,
+// benchmarks/long_fuzz.py) and ScaleBench (benchmarks/scale.py), called from Python with
+// target/harness/spark-<line>/sparkbloom-harness.jar on spark.jars (`harness/package`), and the timing
+// programs BuildSpeed and QuickCheckSpeed (`harness/runMain ...`). Built per line like the main jar.
+lazy val harness = (project in file("benchmarks/harness"))
+  .dependsOn(root)
+  .settings(
+    name := "sparkbloom-harness",
+    target := (root / baseDirectory).value / "target" / "harness" / s"spark-${sparkLine.id}",
+    Compile / scalaSource := baseDirectory.value / "src",
+    scalacOptions := (root / scalacOptions).value,
+    libraryDependencies ++= (if (sparkLine.jarsFrom == "central") Seq(
+      "org.apache.spark" %% "spark-sql" % sparkLine.spark,
+      "org.apache.parquet" % "parquet-hadoop" % sparkLine.parquet) else Nil),
+    Compile / unmanagedJars ++= SparkLines.pysparkJars((root / baseDirectory).value, sparkLine).map(Attributed.blank),
+    Compile / packageBin / artifactPath := target.value / "sparkbloom-harness.jar",
+    Compile / packageBin / mainClass := None, // several mains, none the jar's: run with harness/runMain <class>
+    Compile / doc / sources := Seq.empty,
+    run / fork := true,
+    // The tests' log4j2.properties (warnings only), as these programs had when they ran with Test/runMain.
+    run / javaOptions ++= jvmFlags :+ s"-Dlog4j2.configurationFile=${(root / baseDirectory).value / "tests" / "resources" / "log4j2.properties"}"
+  )
+
 // Copies the runtime jars Spark does not provide next to sparkbloom.jar (for the Python package).
 lazy val bundle = taskKey[Seq[File]]("Builds the line's sparkbloom.jar and copies it with its non-Spark dependencies to target/bundle (and target/bundles/spark-<line>)")
 bundle := {

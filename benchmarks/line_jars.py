@@ -1,8 +1,10 @@
 """The jars a benchmark loads, for the Spark line of the pyspark it runs on.
 
 `dev/sbt bundle` puts a line's sparkbloom.jar (with the jars Spark does not ship) in target/bundles/spark-<line>/
-(dev/matrix does it for every line; target/bundle holds only the last line built). The line is the row
-`line.<id>` of project/versions.properties whose Spark major.minor and Scala binary version are those of the Spark pyspark launches, read as the sparkbloom
+(dev/matrix does it for every line; target/bundle holds only the last line built), and `dev/sbt harness/package`
+the harness classes the scripts call (ScaleBench, DecisionFuzz: benchmarks/harness) in
+target/harness/spark-<line>/sparkbloom-harness.jar. The line is the row `line.<id>` of project/versions.properties
+whose Spark major.minor and Scala binary version are those of the Spark pyspark launches, read as the sparkbloom
 package reads them (python/src/sparkbloom/session.py: the spark-core jar of the Spark home, else pyspark's version).
 """
 import glob
@@ -49,3 +51,11 @@ def sparkbloom_jars(jars_dir=None):
                  + (f"SPARKBLOOM_LINE={line} dev/sbt bundle" if line else "dev/sbt bundle") + "` first")
     return jars
 
+
+def harness_jar():
+    """target/harness/spark-<line>/sparkbloom-harness.jar of this pyspark's line (ScaleBench, DecisionFuzz)."""
+    line = spark_line()
+    jar = os.path.join(ROOT, "target", "harness", f"spark-{line}", "sparkbloom-harness.jar")
+    if not os.path.isfile(jar):
+        sys.exit(f"{jar} is missing: run `SPARKBLOOM_LINE={line} dev/sbt harness/package` first")
+    return jar

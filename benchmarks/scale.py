@@ -17,8 +17,8 @@ a simulated listing of those files; Spark's own listing of the files is NOT part
 With --whole, the same index is also measured the way sparkbloom worked before block slicing (every
 filter loaded into the driver and probed one by one), in another fresh JVM.
 
-Usage (repository root, after `dev/sbt bundle`; the jars are those of the running pyspark's Spark line,
-target/bundles/spark-<line>: benchmarks/line_jars.py):
+Usage (repository root, after `dev/sbt bundle harness/package`; the jars are those of the running pyspark's
+Spark line, target/bundles/spark-<line> and target/harness/spark-<line>: benchmarks/line_jars.py):
   .venv/bin/python benchmarks/scale.py --row-groups 100000 --json
   .venv/bin/python benchmarks/scale.py --sweep 10000,100000,1000000 --whole --plot   # docs/img/scale-*.png
 """
@@ -66,7 +66,8 @@ def parse_args(argv=None):
 
 def make_session(args):
     from pyspark.sql import SparkSession
-    jars = line_jars.sparkbloom_jars(args.jars_dir)
+    # ScaleBench is in the harness jar (benchmarks/harness), not in sparkbloom.jar.
+    jars = line_jars.sparkbloom_jars(args.jars_dir) + [line_jars.harness_jar()]
     spark = (SparkSession.builder.master("local[2]").appName("sparkbloom-scale")
              .config("spark.jars", ",".join(jars))
              .config("spark.sql.extensions", "sparkbloom.SparkBloomExtensions")

@@ -59,7 +59,6 @@ lazy val root = (project in file("."))
     target := baseDirectory.value / "target" / s"spark-${sparkLine.id}",
     Compile / scalaSource := baseDirectory.value / "scala-src" / "main" / "scala",
     Compile / unmanagedSourceDirectories ++= SparkLines.variantDirs(baseDirectory.value / "scala-src" / "shims", libraryVersions),
-    Test / unmanagedSourceDirectories ++= SparkLines.shimDirs(baseDirectory.value / "tests" / "shims", sparkLine),
     // Table formats (Delta Lake, Iceberg): variant directories chosen by the same rule as the Spark shims, by the
     // versions of the libraries the line has (a format the line has no build of compiles nothing at all).
     Compile / unmanagedSourceDirectories ++= SparkLines.variantDirs(baseDirectory.value / "scala-src" / "formats", libraryVersions),
@@ -85,10 +84,8 @@ lazy val root = (project in file("."))
       val all = (Test / unmanagedSources).value
       sys.env.get("SPARKBLOOM_TEST_SOURCES").fold(all)(re => all.filter(f => f.getName.matches(s".*(?:$re).*")))
     },
-    Compile / javaSource := baseDirectory.value / "scala-src" / "main" / "java",
     Compile / resourceDirectory := baseDirectory.value / "scala-src" / "main" / "resources",
     Test / scalaSource := baseDirectory.value / "tests" / "scala",
-    Test / javaSource := baseDirectory.value / "tests" / "java",
     Test / resourceDirectory := baseDirectory.value / "tests" / "resources",
     Compile / unmanagedJars ++= SparkLines.pysparkJars(baseDirectory.value, sparkLine).map(Attributed.blank),
     scalacOptions ++= Seq("-release", "17", "-deprecation", "-feature", "-unchecked", "-Wconf:cat=deprecation:w"),
@@ -135,6 +132,29 @@ lazy val bench = (project in file("benchmarks/jmh"))
     Jmh / fork := true,
     run / fork := true,
     run / javaOptions ++= jvmFlags
+  )
+
+// Test and benchmark harnesses, kept out of the product jar: DecisionFuzz (tests/python/test_foreign_fuzz.py,
+// benchmarks/long_fuzz.py) and ScaleBench (benchmarks/scale.py), called from Python with
+// target/harness/spark-<line>/sparkbloom-harness.jar on spark.jars (`harness/package`), and the timing
+// programs BuildSpeed and QuickCheckSpeed (`harness/runMain ...`). Built per line like the main jar.
+lazy val harness = (project in file("benchmarks/harness"))
+  .dependsOn(root)
+  .settings(
+    name := "sparkbloom-harness",
+    target := (root / baseDirectory).value / "target" / "harness" / s"spark-${sparkLine.id}",
+    Compile / scalaSource := baseDirectory.value / "src",
+    scalacOptions := (root / scalacOptions).value,
+    libraryDependencies ++= (if (sparkLine.jarsFrom == "central") Seq(
+      "org.apache.spark" %% "spark-sql" % sparkLine.spark,
+      "org.apache.parquet" % "parquet-hadoop" % sparkLine.parquet) else Nil),
+    Compile / unmanagedJars ++= SparkLines.pysparkJars((root / baseDirectory).value, sparkLine).map(Attributed.blank),
+    Compile / packageBin / artifactPath := target.value / "sparkbloom-harness.jar",
+    Compile / packageBin / mainClass := None, // several mains, none the jar's: run with harness/runMain <class>
+    Compile / doc / sources := Seq.empty,
+    run / fork := true,
+    // The tests' log4j2.properties (warnings only), as these programs had when they ran with Test/runMain.
+    run / javaOptions ++= jvmFlags :+ s"-Dlog4j2.configurationFile=${(root / baseDirectory).value / "tests" / "resources" / "log4j2.properties"}"
   )
 
 // Copies the runtime jars Spark does not provide next to sparkbloom.jar (for the Python package).

@@ -13,7 +13,8 @@ with the same rows per row group.
 
 Every query's answer under (b) and (c) is compared with (a); any difference makes the script exit 1.
 
-Usage (from the repository root, after `dev/sbt bundle`):
+Usage (from the repository root, after `dev/sbt bundle`; the jars are those of the running pyspark's Spark line,
+target/bundles/spark-<line>: benchmarks/line_jars.py):
   .venv/bin/python benchmarks/e2e.py                     # 1000 files x 10000 rows, 5 runs
   .venv/bin/python benchmarks/e2e.py --quick             # smoke-test size
   options: --files N --rows-per-file R --runs K --out results.json --img-dir DIR --data-dir DIR
@@ -33,6 +34,9 @@ import sys
 import tempfile
 import time
 import urllib.request
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import line_jars  # noqa: E402  (the jars of the running pyspark's Spark line)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FPP = 0.01
@@ -56,7 +60,7 @@ def parse_args(argv=None):
     p.add_argument("--img-dir", help="where PNG plots go (default docs/img; '' for none)")
     p.add_argument("--data-dir", help="where the data sets are written (default: a temporary directory, removed)")
     p.add_argument("--keep-data", action="store_true")
-    p.add_argument("--jars-dir", default=os.path.join(ROOT, "target", "bundle"))
+    p.add_argument("--jars-dir", help="sparkbloom.jar and its dependencies (default target/bundles/spark-<line of this pyspark>)")
     p.add_argument("--master", default="local[2]")
     p.add_argument("--driver-memory", default="3g")
     p.add_argument("--seed", type=int, default=20260505)
@@ -82,9 +86,7 @@ def jvm_flags():
 
 def make_session(args):
     from pyspark.sql import SparkSession
-    jars = sorted(glob.glob(os.path.join(args.jars_dir, "*.jar")))
-    if not any(os.path.basename(j) == "sparkbloom.jar" for j in jars):
-        sys.exit(f"no sparkbloom.jar in {args.jars_dir}: run `dev/sbt bundle` first")
+    jars = line_jars.sparkbloom_jars(args.jars_dir)
     flags = jvm_flags()
     spark = (SparkSession.builder.master(args.master).appName("sparkbloom-e2e")
              .config("spark.jars", ",".join(jars))

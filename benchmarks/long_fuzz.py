@@ -4,11 +4,12 @@
 Writes one random table (tests/python/foreign_writers.py) with Spark (parquet-java, native bloom filters on),
 pyarrow (no bloom filters: pyarrow 21 cannot write them), DuckDB and DataFusion (their own bloom filters),
 builds a bloom index over each (CREATE BLOOM INDEX: harvested where the files' filters are valid, scanned
-otherwise), then runs sparkbloom.tools.DecisionFuzz: for each condition and each file it checks that
+otherwise), then runs sparkbloom.tools.DecisionFuzz (benchmarks/harness): for each condition and each file it checks that
 NativeFilters.decide and the index keep every row group that holds a matching row (see docs/fuzzing.md).
 Exits 1 if any row group that must be kept was pruned; the reproducers are in the JSON.
 
-Usage (repository root, after `source dev/common.sh; ensure_package`):
+Usage (repository root, after `source dev/common.sh; ensure_package`, which also builds the harness jar of the
+default line; for another line `SPARKBLOOM_LINE=<line> dev/sbt harness/package`):
   .venv/bin/python benchmarks/long_fuzz.py --queries 1000000 --seed 20261123 --json /tmp/long_fuzz.json
 """
 from __future__ import annotations
@@ -25,6 +26,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
 import foreign_writers as fw  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import line_jars  # noqa: E402  (the harness jar of the running pyspark's Spark line)
 
 
 def parse_args(argv=None):
@@ -67,8 +70,9 @@ def main(argv=None) -> int:
     base = args.dir or tempfile.mkdtemp(prefix="sparkbloom-long-fuzz-")
     load_before = os.getloadavg()
     t0 = time.time()
+    # DecisionFuzz is in the harness jar (benchmarks/harness); configure() adds the package's sparkbloom.jar.
     spark = sparkbloom.configure(
-        SparkSession.builder.master("local[2]").appName("sparkbloom long fuzz")
+        SparkSession.builder.master("local[2]").appName("sparkbloom long fuzz").config("spark.jars", line_jars.harness_jar())
         .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
         .config("spark.driver.memory", args.driver_memory).config("spark.log.level", "WARN")).getOrCreate()
     try:

@@ -35,7 +35,7 @@ def parse_args(argv=None):
     p.add_argument("--default-size", action="store_true",
                    help="native filters at parquet-java's default size (1 MiB per chunk) instead of sized by ndv")
     p.add_argument("--out", default=None)
-    p.add_argument("--jars-dir", default=os.path.join(e2e.ROOT, "target", "bundle"))
+    p.add_argument("--jars-dir", help="sparkbloom.jar and its dependencies (default target/bundles/spark-<line of this pyspark>)")
     p.add_argument("--master", default="local[2]")
     p.add_argument("--driver-memory", default="3g")
     return p.parse_args(argv)

@@ -17,12 +17,12 @@ a simulated listing of those files; Spark's own listing of the files is NOT part
 With --whole, the same index is also measured the way sparkbloom worked before block slicing (every
 filter loaded into the driver and probed one by one), in another fresh JVM.
 
-Usage (repository root, after `dev/sbt bundle`):
+Usage (repository root, after `dev/sbt bundle harness/package`; the jars are those of the running pyspark's
+Spark line, target/bundles/spark-<line> and target/harness/spark-<line>: benchmarks/line_jars.py):
   .venv/bin/python benchmarks/scale.py --row-groups 100000 --json
   .venv/bin/python benchmarks/scale.py --sweep 10000,100000,1000000 --whole --plot   # docs/img/scale-*.png
 """
 import argparse
-import glob
 import json
 import os
 import subprocess
@@ -32,6 +32,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from e2e import jvm_flags  # noqa: E402  (the JVM flags of project/jvm-flags.txt, as e2e.py passes them)
+import line_jars  # noqa: E402  (the jars of the running pyspark's Spark line)
 
 
 def parse_args(argv=None):
@@ -59,15 +60,14 @@ def parse_args(argv=None):
                                         "files read, planning overhead over Spark's own listing)")
     p.add_argument("--rows-per-file", type=int, default=100, help="with --real-files (default 100)")
     p.add_argument("--phase", choices=["write", "measure", "whole", "real"], help=argparse.SUPPRESS)
-    p.add_argument("--jars-dir", default=os.path.join(ROOT, "target", "bundle"))
+    p.add_argument("--jars-dir", help="sparkbloom.jar and its dependencies (default target/bundles/spark-<line of this pyspark>)")
     return p.parse_args(argv)
 
 
 def make_session(args):
     from pyspark.sql import SparkSession
-    jars = sorted(glob.glob(os.path.join(args.jars_dir, "*.jar")))
-    if not any(os.path.basename(j) == "sparkbloom.jar" for j in jars):
-        sys.exit(f"no sparkbloom.jar in {args.jars_dir}: run `dev/sbt bundle` first")
+    # ScaleBench is in the harness jar (benchmarks/harness), not in sparkbloom.jar.
+    jars = line_jars.sparkbloom_jars(args.jars_dir) + [line_jars.harness_jar()]
     spark = (SparkSession.builder.master("local[2]").appName("sparkbloom-scale")
              .config("spark.jars", ",".join(jars))
              .config("spark.sql.extensions", "sparkbloom.SparkBloomExtensions")
@@ -135,7 +135,8 @@ def phase(args, n, name):
     for k in ("columns", "row_groups_per_file", "values_per_row_group", "tasks", "false_reads_per_key",
               "max_bits_per_value", "repeats", "cache_max_bytes", "driver_memory", "data_dir", "jars_dir",
               "rows_per_file", "jfr"):
-        cmd += ["--" + k.replace("_", "-"), str(getattr(args, k))]
+        if getattr(args, k) is not None:
+            cmd += ["--" + k.replace("_", "-"), str(getattr(args, k))]
     t = time.time()
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode != 0:

@@ -84,11 +84,13 @@ ensure_venv() {
 }
 
 # Builds the default line's sparkbloom.jar (+ the jars Spark does not ship) and installs the Python
-# package with it into the venv. dev/matrix builds the wheel with every line's jar.
+# package with it into the venv; also the line's harness jar (benchmarks/harness: DecisionFuzz for
+# tests/python/test_foreign_fuzz.py and benchmarks/long_fuzz.py), which the package does not carry.
+# dev/matrix builds the wheel with every line's jar.
 ensure_package() {
   ensure_venv
   log "building sparkbloom.jar (Spark line $DEFAULT_LINE)"
-  sbt bundle lakehouseJars
+  sbt bundle lakehouseJars harness/package
   rm -rf "$ROOT/python/src/sparkbloom/jars"; mkdir -p "$ROOT/python/src/sparkbloom/jars/spark-$DEFAULT_LINE"
   cp "$ROOT"/target/bundle/*.jar "$ROOT/python/src/sparkbloom/jars/spark-$DEFAULT_LINE/"
   build_wheel

@@ -28,6 +28,14 @@ def _shared_dir() -> Path:
 FIXTURES = _shared_dir() / "fixtures"
 
 
+def harness_jar() -> Path:
+    """The harness classes of the running Spark line (benchmarks/harness: DecisionFuzz), built by
+    `dev/sbt harness/package` (dev/test does it) into target/harness/spark-<line>/; not part of the package."""
+    from sparkbloom.session import line_for, spark_version
+
+    return ROOT / "target" / "harness" / f"spark-{line_for(*spark_version())}" / "sparkbloom-harness.jar"
+
+
 def stored_length_readable() -> bool:
     """Whether this Spark's parquet-java reads bloom_filter_length: not 1.13 (Spark 3.5), where sparkbloom
     therefore uses only the filters parquet-java itself wrote (other writers' files are scanned instead).
@@ -63,6 +71,8 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
         .config("spark.sql.warehouse.dir", str(warehouse))
         .config("spark.log.level", "WARN")
     )
+    if harness_jar().is_file():  # for test_foreign_fuzz.py's decision level; that test fails without it
+        builder = builder.config("spark.jars", str(harness_jar()))
     session = sparkbloom.configure(builder).getOrCreate()
     yield session
     session.stop()

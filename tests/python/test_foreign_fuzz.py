@@ -40,7 +40,7 @@ from pyspark.sql import DataFrame, SparkSession
 import sparkbloom
 
 import foreign_writers as fw
-from conftest import FIXTURES, stored_length_readable
+from conftest import FIXTURES, harness_jar, stored_length_readable
 
 SEED = int(os.environ.get("SPARKBLOOM_FUZZ_SEED", "1313"))
 QUERIES = int(os.environ.get("SPARKBLOOM_FUZZ_QUERIES", "25"))
@@ -446,7 +446,10 @@ def test_float_lookups_of_nan_and_zeros_return_every_matching_row_on_duckdb_file
 
 def test_decision_level_fuzz_keeps_every_row_group_that_holds_a_match(spark: SparkSession, settings: Any,
                                                                       tables: Dict[str, Any], tmp_path: Path) -> None:
-    """DecisionFuzz (sparkbloom.tools): NativeFilters.decide and the index probe against the rows themselves."""
+    """DecisionFuzz (sparkbloom.tools, in the harness jar): NativeFilters.decide and the index probe against the rows
+    themselves."""
+    if not harness_jar().is_file():
+        pytest.fail(f"{harness_jar()} is missing: build it with `dev/sbt harness/package` (dev/test does)")
     settings("native")
     dirs = {}
     for w, d in tables["dirs"].items():  # a copy, so the index does not change the Spark-level tests' table

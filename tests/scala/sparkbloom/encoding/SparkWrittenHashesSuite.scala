@@ -5,7 +5,6 @@ import org.apache.spark.sql.catalyst.InternalRow
 
 import sparkbloom.testing.SparkSessionSuite
 import sparkbloom.{AllTypesData, SparkWrittenFilters}
-import sparkbloom.testing.SparkSessionSuite
 import sparkbloom.sbbf.Sbbf
 
 /**

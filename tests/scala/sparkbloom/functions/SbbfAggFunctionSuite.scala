@@ -2,7 +2,6 @@ package sparkbloom.functions
 
 import sparkbloom.testing.SparkSessionSuite
 import sparkbloom.{AllTypesData, SparkWrittenFilters}
-import sparkbloom.testing.SparkSessionSuite
 import sparkbloom.hash.PlainHash
 import sparkbloom.sbbf.Sbbf
 

@@ -19,7 +19,7 @@ import sparkbloom.scan.BloomSkippingFileIndex
 import sparkbloom.sbbf.{Sbbf, Sizing}
 
 /**
- * The scale benchmark behind `benchmarks/scale.py` (issue 10). [[write]] writes a real index in the real
+ * The scale benchmark behind `benchmarks/scale.py`. [[write]] writes a real index in the real
  * format (format 2: segments through [[SegmentWriter]], `layout.bin` through [[LayoutAssembler]] and
  * [[IndexStore]], a real commit) for a table of N row groups whose data files are simulated: they are
  * named in the index but not on disk, which is what lets 10^6 row groups fit here (a probe reads 32 bytes

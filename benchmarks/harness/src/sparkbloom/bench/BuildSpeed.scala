@@ -9,7 +9,7 @@ import org.apache.spark.sql.functions._
 /**
  * Issue 9, "a build at scan speed": times the index build against a plain scan of the same columns.
  *
- *   dev/sbt "Test/runMain sparkbloom.bench.BuildSpeed [files=200] [rows=20000] [reps=3] [jfr=scan|harvest|none] [dir=/tmp/sparkbloom-buildspeed]"
+ *   dev/sbt "harness/runMain sparkbloom.bench.BuildSpeed [files=200] [rows=20000] [reps=3] [jfr=scan|harvest|none] [dir=/tmp/sparkbloom-buildspeed]"
  *
  * Writes (once, reused when present) a table of `files` one-row-group files of `rows` rows: `id` a unique
  * long, `u` a unique UUID-like string (too many distinct values for the dictionary), `c` a string of 50

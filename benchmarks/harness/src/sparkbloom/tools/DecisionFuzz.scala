@@ -25,7 +25,7 @@ import sparkbloom.parquet.{FooterInfo, Footers}
 import sparkbloom.scan.NativeFilters
 
 /**
- * Decision-level differential fuzz of bloom-filter pruning (issue 13): fast enough for millions of queries.
+ * Decision-level differential fuzz of bloom-filter pruning: fast enough for millions of queries.
  *
  * For each table (a directory of Parquet files, or one file) it reads every row with Spark, maps each row to
  * its row group (`_metadata.row_index` against the footer's row counts) and keeps, per column, which row

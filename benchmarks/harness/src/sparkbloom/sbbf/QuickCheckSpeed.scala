@@ -7,7 +7,7 @@ import org.apache.parquet.column.values.bloomfilter.BlockSplitBloomFilter
  * filter holding 100k values, half of the probes present, with our batch check on each kernel and with
  * parquet-java's findHash in a loop. Prints the median of several rounds; asserts nothing.
  *
- *   dev/sbt "Test/runMain sparkbloom.sbbf.QuickCheckSpeed"
+ *   dev/sbt "harness/runMain sparkbloom.sbbf.QuickCheckSpeed"
  */
 object QuickCheckSpeed {
   def main(args: Array[String]): Unit = {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""End-to-end skipping benchmark (issue 5): sparkbloom against Spark's native Parquet bloom filters.
+"""End-to-end skipping benchmark: sparkbloom against Spark's native Parquet bloom filters.
 
 One run builds the same data three ways and queries each:
   (a) plain Parquet                                  -> config "plain"   (sparkbloom disabled)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Point lookups on a Delta Lake table, an Iceberg table and a V2 Parquet path read (issue 12).
+"""Point lookups on a Delta Lake table, an Iceberg table and a V2 Parquet path read.
 
 Each source holds the same rows in --files files (100 rows each, keys spread so that every file's min/max
 spans the whole key range: the formats' own statistics cannot drop a file). Each gets a bloom index (Delta and

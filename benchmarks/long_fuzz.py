@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Long decision-level fuzz (issue 13): millions of random conditions against files of four Parquet writers.
+"""Long decision-level fuzz: millions of random conditions against files of four Parquet writers.
 
 Writes one random table (tests/python/foreign_writers.py) with Spark (parquet-java, native bloom filters on),
 pyarrow (no bloom filters: pyarrow 21 cannot write them), DuckDB and DataFusion (their own bloom filters),

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Native bloom filters at read time (issue 13): what loading sparkbloom does to tables WITHOUT an index.
+"""Native bloom filters at read time: what loading sparkbloom does to tables WITHOUT an index.
 
 Two copies of the same data: plain Parquet, and Parquet with Spark's native bloom filters on `key` and
 `uuid` (sized with `parquet.bloom.filter.expected.ndv`, or parquet-java's 1 MiB default with --default-size).

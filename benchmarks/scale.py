@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Scale benchmark (issue 10): planning cost of a bloom lookup as the index grows to 10^6 row groups.
+"""Scale benchmark: planning cost of a bloom lookup as the index grows to 10^6 row groups.
 
 For N row groups it writes a real index in the real format (format 2, with sparkbloom's own writer:
 segments, layout.bin, commit) over a *simulated* table: the data files are named in the index but not on

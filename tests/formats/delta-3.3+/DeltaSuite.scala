@@ -5,7 +5,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.{BloomIndexes, DataFrameTable}
 import sparkbloom.formats.LakehouseSpark
-import sparkbloom.index.TableRef
+import sparkbloom.index.{BloomIndexException, ColumnSpec, TableRef}
 
 /**
  * Bloom indexes on real Delta Lake tables (delta-spark from Maven Central, DeltaCatalog as the session
@@ -132,7 +132,7 @@ class DeltaSuite extends AnyFunSuite with LakehouseSpark {
     val df = spark.read.format("delta").load(path)
     val target = DataFrameTable.target(df, Seq("k"))
     assert(target.table.display.startsWith("delta.`"), target)
-    BloomIndexes.create(spark, target.table, "hx", Seq(sparkbloom.index.ColumnSpec("k")), Map.empty, ifNotExists = false)
+    BloomIndexes.create(spark, target.table, "hx", Seq(ColumnSpec("k")), Map.empty, ifNotExists = false)
     val d = BloomIndexes.describe(spark, target.table, "hx")
     assert(d.filtersHarvested == d.rowGroupsCovered && d.filtersHarvested >= 30 && d.filtersScanned == 0, d)
     val o = compare(spark.read.format("delta").load(path).where(col("k") === "h-31"))
@@ -148,15 +148,15 @@ class DeltaSuite extends AnyFunSuite with LakehouseSpark {
         "concat('a b/', cast(id % 3 as string)) as part")
       .write.format("delta").partitionBy("part").save(path)
     val ref = TableRef.Catalog(s"delta.`$path`")
-    BloomIndexes.create(spark, ref, "px", Seq(sparkbloom.index.ColumnSpec("k")), Map.empty, ifNotExists = false)
+    BloomIndexes.create(spark, ref, "px", Seq(ColumnSpec("k")), Map.empty, ifNotExists = false)
     val d = BloomIndexes.describe(spark, ref, "px")
     assert(d.filesNotCovered == 0 && d.filesCovered == d.filesInTable && d.filesCovered >= 20, d)
     val o = compare(spark.read.format("delta").load(path).where(col("k") === "p-13"))
     assert(o.on == o.off && o.on.size == 1 && o.kept <= 2 && o.skipping.head.filesNotCovered == 0, o.skipping)
     val both = compare(spark.read.format("delta").load(path).where(col("k") === "p-26" && col("part") === "a b/2"))
     assert(both.on == both.off && both.on.size == 1, both)
-    val err = intercept[sparkbloom.index.BloomIndexException](
-      BloomIndexes.create(spark, ref, "bad", Seq(sparkbloom.index.ColumnSpec("part")), Map.empty, ifNotExists = false))
+    val err = intercept[BloomIndexException](
+      BloomIndexes.create(spark, ref, "bad", Seq(ColumnSpec("part")), Map.empty, ifNotExists = false))
     assert(err.getMessage.contains("partition column"), err.getMessage)
   }
 

@@ -3,6 +3,7 @@ package sparkbloom.encoding
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.catalyst.InternalRow
 
+import sparkbloom.hash.PlainHash
 import sparkbloom.testing.SparkSessionSuite
 import sparkbloom.{AllTypesData, SparkWrittenFilters}
 import sparkbloom.sbbf.Sbbf
@@ -68,12 +69,12 @@ class SparkWrittenHashesSuite extends SparkSessionSuite {
       val written = SparkWrittenFilters.write(df, dir, Seq("f", "d"), 32)
       val f = written("f").filter
       val floatEnc = SparkEncodings.writtenBy(org.apache.spark.sql.types.FloatType).get
-      assert(f.mightContain(sparkbloom.hash.PlainHash.float(-0.0f)))
-      assert(!f.mightContain(sparkbloom.hash.PlainHash.float(0.0f)), "only -0.0 was written")
+      assert(f.mightContain(PlainHash.float(-0.0f)))
+      assert(!f.mightContain(PlainHash.float(0.0f)), "only -0.0 was written")
       assert(f.mightContainAny(ValueHasher.hashes(0.0f, org.apache.spark.sql.types.FloatType, floatEnc)))
       assert(ValueHasher.hashes(Double.NaN, org.apache.spark.sql.types.DoubleType,
         SparkEncodings.writtenBy(org.apache.spark.sql.types.DoubleType).get) == null)
-      assert(written("d").filter.mightContain(sparkbloom.hash.PlainHash.double(Double.NaN)))
+      assert(written("d").filter.mightContain(PlainHash.double(Double.NaN)))
     }
   }
 }

@@ -5,7 +5,7 @@ import java.nio.file.Files
 import org.apache.spark.sql.DataFrame
 
 import sparkbloom.api.BloomIndexes
-import sparkbloom.index.ColumnSpec
+import sparkbloom.index.{ColumnSpec, TableRef}
 import sparkbloom.scan.SkippingReport
 import sparkbloom.testing.SparkSessionSuite
 
@@ -29,7 +29,7 @@ trait LakehouseSpark extends SparkSessionSuite {
    * `write` in 24 files, indexed on every column, then random predicates compared with sparkbloom on and off.
    * Size: `SPARKBLOOM_LAKEHOUSE_FUZZ_QUERIES` (default 30 per format in CI; docs/fuzzing.md has the long run).
    */
-  def fuzz(write: DataFrame => Unit, read: () => DataFrame, ref: sparkbloom.index.TableRef, seed: Long): (Int, Int, Int) = {
+  def fuzz(write: DataFrame => Unit, read: () => DataFrame, ref: TableRef, seed: Long): (Int, Int, Int) = {
     import sparkbloom.reliability.RandomTables
     val n = sys.env.get("SPARKBLOOM_LAKEHOUSE_FUZZ_QUERIES").map(_.toInt).getOrElse(30)
     spark.conf.set("spark.sql.datetime.java8API.enabled", "true")

@@ -4,6 +4,7 @@ import java.nio.ByteBuffer
 
 import org.scalatest.funsuite.AnyFunSuite
 
+import sparkbloom.TestSupport
 import sparkbloom.TestSupport.u64
 
 /** xxHash64 (seed 0) known answers from vectors.md §2, all through PlainHash.bytes. */
@@ -19,7 +20,7 @@ class XxHash64VectorsSuite extends AnyFunSuite {
   }
 
   test("the sanity buffer generator reproduces the 16 bytes printed in vectors.md") {
-    assert(sparkbloom.TestSupport.toHex(sanityBuffer(16)) == "0052929bb732a3242d00af950eecb893")
+    assert(TestSupport.toHex(sanityBuffer(16)) == "0052929bb732a3242d00af950eecb893")
   }
 
   private val sanitySeed0 = Seq(0 -> "EF46DB3751D8E999", 1 -> "E934A84ADB052768", 4 -> "9136A0DCA57457EE",

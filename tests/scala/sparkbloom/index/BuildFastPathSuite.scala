@@ -12,6 +12,7 @@ import sparkbloom.AllTypesData
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.sliced.ColumnSlice
 import sparkbloom.parquet.{ChunkHasher, Footers}
+import sparkbloom.sbbf.Sbbf
 import sparkbloom.testing.SparkSessionSuite
 
 /**
@@ -148,7 +149,7 @@ class BuildFastPathSuite extends SparkSessionSuite {
       val words = Array.fill(blocks * 8)((0 until 32).foldLeft(0)((w, i) => if (rnd.nextDouble() < density) w | (1 << i) else w))
       var sum = 0.0
       for (b <- 0 until blocks) { var p = 1.0; for (w <- 0 until 8) p *= Integer.bitCount(words(b * 8 + w)) / 32.0; sum += p }
-      assert(java.lang.Double.doubleToRawLongBits(sparkbloom.sbbf.Sbbf.wrap(words).observedFpp) ==
+      assert(java.lang.Double.doubleToRawLongBits(Sbbf.wrap(words).observedFpp) ==
         java.lang.Double.doubleToRawLongBits(sum / blocks), s"$blocks blocks, density $density")
     }
   }

@@ -12,6 +12,7 @@ import sparkbloom.api.BloomIndexes
 import sparkbloom.index.sliced.{Probers, SlicedProbe}
 import sparkbloom.predicate.BloomPredicate
 import sparkbloom.sbbf.Sizing
+import sparkbloom.sql.CommandOutputAccess
 import sparkbloom.testing.SparkSessionSuite
 
 /**
@@ -74,7 +75,7 @@ class FppBudgetSuite extends SparkSessionSuite {
     assert(hit.on == hit.off && hit.on.size == 1 && hit.filesRead == 1)
     val in = compare(df.where(col("s").isin((0 until 50).map(i => (i * 997).toString) ++ Seq("x", "y"): _*)))
     assert(in.on == in.off && in.on.size == 50)
-    val rows = sparkbloom.sql.CommandOutputAccess.describe(d)
+    val rows = CommandOutputAccess.describe(d)
     assert(rows("False Reads Per Key") == "0.1")
     assert(rows("Sizing") == "id: false_reads_per_key=0.1; s: false_reads_per_key=0.1")
   }
@@ -122,7 +123,7 @@ class FppBudgetSuite extends SparkSessionSuite {
     assert(id.rowGroupsAtCeiling == Files_)
     assert(id.expectedFalseReadsPerKey > 1.0, id.toString)
     assert(id.bytesPerValue.exists(b => b >= 1.0 && b < 1.2), id.toString) // 8 bits, whole blocks
-    assert(sparkbloom.sql.CommandOutputAccess.describe(d)("Max Bits Per Value").startsWith("8.0; past it the expected"))
+    assert(CommandOutputAccess.describe(d)("Max Bits Per Value").startsWith("8.0; past it the expected"))
     val o = compare(spark.read.parquet(dir).where(col("id") === 777L))
     assert(o.on == o.off && o.on.size == 1)
   }

@@ -2,7 +2,7 @@ package sparkbloom.index
 
 import org.scalatest.funsuite.AnyFunSuite
 
-import sparkbloom.index.sliced.{LayoutCodec, PathStore}
+import sparkbloom.index.sliced.{Layout, LayoutCodec, PathStore}
 
 /** The compact path store of a layout: every stored path found, nothing else, whatever the characters. */
 class PathStoreSuite extends AnyFunSuite {
@@ -40,7 +40,7 @@ class PathStoreSuite extends AnyFunSuite {
     val s = PathStore(many)
     many.indices.foreach(i => assert(s.get(many(i)) == i))
     (0 until 1000).foreach(i => assert(s.get(f"s3a://bucket/warehouse/db/t/part-$i%05d-99999.parquet") == -1))
-    val empty = sparkbloom.index.sliced.Layout.empty(Seq("c"))
+    val empty = Layout.empty(Seq("c"))
     assert(LayoutCodec.decode(LayoutCodec.encode(empty)).paths.isEmpty)
   }
 }

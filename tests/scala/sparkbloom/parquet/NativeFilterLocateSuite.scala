@@ -5,6 +5,7 @@ import scala.util.Random
 import org.apache.parquet.hadoop.util.HadoopInputFile
 import org.scalatest.funsuite.AnyFunSuite
 
+import sparkbloom.hash.PlainHash
 import sparkbloom.parquet.ParquetFixtures._
 import sparkbloom.sbbf.InvalidBloomFilterException
 
@@ -42,7 +43,7 @@ class NativeFilterLocateSuite extends AnyFunSuite {
             // and every value the filter holds: the hashes of set bits are not known, so probe values the
             // fixture documents (DuckDB's r column holds multiples of 10 written as INT64)
             if (c.column == "r") for (v <- 0L until 1000L by 10L) {
-              val h = sparkbloom.hash.PlainHash.int64(v)
+              val h = PlainHash.int64(v)
               assert(l.mightContainAny(Array(h)) == w.mightContain(h))
             }
           case _ => rejected += 1

@@ -13,7 +13,7 @@ import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.BloomIndexes
-import sparkbloom.index.{ColumnSpec, ConcurrentIndexUpdateException, IndexDescription, IndexStore, TableRef}
+import sparkbloom.index.{BloomIndexException, ColumnSpec, ConcurrentIndexUpdateException, IndexDescription, IndexStore, TableRef}
 import sparkbloom.testing.SparkSessionSuite
 
 /**
@@ -171,7 +171,7 @@ class ConcurrencySuite extends SparkSessionSuite {
     } else {
       assert(dataDirs(dir).nonEmpty, "the orphan build directory vanished")
       assert(BloomIndexes.list(spark, TableRef.Path(dir)).isEmpty)
-      val e = intercept[sparkbloom.index.BloomIndexException](describe(spark, dir))
+      val e = intercept[BloomIndexException](describe(spark, dir))
       assert(e.getMessage.contains("does not exist"), e.getMessage)
       assertCorrect(dir)
       spark.sql(s"CREATE BLOOM INDEX ix ON parquet.`$dir` (id, s)").collect()

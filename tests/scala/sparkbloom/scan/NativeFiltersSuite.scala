@@ -7,6 +7,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import sparkbloom.TestSupport
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.{ColumnSpec, TableRef}
+import sparkbloom.parquet.FileEncodings
 import sparkbloom.testing.SparkSessionSuite
 
 /**
@@ -256,8 +257,8 @@ class NativeFiltersSuite extends SparkSessionSuite {
     assert(e.toString.toLowerCase.contains("duplicate") || Option(e.getCause).exists(_.toString.toLowerCase.contains("duplicate")), e)
     // INT96 written by anything but Spark is never probed (Spark truncates its nanoseconds on read)
     val int96 = org.apache.parquet.schema.Types.optional(org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName.INT96).named("ts")
-    assert(sparkbloom.parquet.FileEncodings.of(int96, java.util.Collections.emptyMap[String, String]()).isEmpty)
-    assert(sparkbloom.parquet.FileEncodings.of(int96, java.util.Collections.singletonMap("org.apache.spark.version", "4.0.4")).nonEmpty)
+    assert(FileEncodings.of(int96, java.util.Collections.emptyMap[String, String]()).isEmpty)
+    assert(FileEncodings.of(int96, java.util.Collections.singletonMap("org.apache.spark.version", "4.0.4")).nonEmpty)
     // LEGACY rebase (session or read option) marks other writers' dates and timestamps unprobeable
     assert(!NativeFilters.options(spark, Map.empty).legacyRebaseOfForeignFiles)
     assert(NativeFilters.options(spark, Map("datetimeRebaseMode" -> "LEGACY")).legacyRebaseOfForeignFiles)

@@ -79,7 +79,7 @@ class V2ScanSuite extends SparkSessionSuite {
       // the pruned count is in the scan's SQL metrics (Spark UI, SQL tab)
       val metered = withIndexEnabled(on = true) {
         val df = t().where(col("id") === 12345L); df.collect()
-        collect(df.queryExecution.executedPlan) { case b: sparkbloom.scan.BloomScanMetricsExec => b.metrics("filesSkipped").value }
+        collect(df.queryExecution.executedPlan) { case b: BloomScanMetricsExec => b.metrics("filesSkipped").value }
       }
       assert(metered.size == 1 && metered.head >= 198, s"filesSkipped metric: $metered")
     }

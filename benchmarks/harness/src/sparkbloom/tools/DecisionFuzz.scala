@@ -19,7 +19,7 @@ import org.apache.spark.unsafe.types.UTF8String
 
 import sparkbloom.BloomConf
 import sparkbloom.index.{IndexStore, IndexVersion}
-import sparkbloom.index.sliced.{Probers, SlicedProbe}
+import sparkbloom.index.sliced.{Probers, RunReader, SlicedProbe}
 import sparkbloom.predicate.BloomPredicate
 import sparkbloom.parquet.{FooterInfo, Footers}
 import sparkbloom.scan.NativeFilters
@@ -531,7 +531,7 @@ object DecisionFuzz {
       seg.file -> (if (v.damaged.contains(seg.file)) Array.fill[Option[Array[Byte]]](seg.blocks)(None) else v.memorySegments.get(seg.file) match {
         case Some(bytes) => Array.tabulate[Option[Array[Byte]]](seg.blocks)(b => Some(java.util.Arrays.copyOfRange(bytes, seg.runOffset(b).toInt, seg.runOffset(b).toInt + seg.runBytes)))
         case None =>
-          val read = sparkbloom.index.sliced.RunReader.read(sparkbloom.index.sliced.RunReader.withoutChecksumFiles(fs),
+          val read = RunReader.read(RunReader.withoutChecksumFiles(fs),
             new Path(v.dir, seg.file), seg, 0 until seg.blocks)
           Array.tabulate[Option[Array[Byte]]](seg.blocks)(b => read.getOrElse(b, None))
       })

@@ -13,6 +13,7 @@ import org.apache.spark.sql.types.{LongType, StructType}
 
 import sparkbloom.hash.{ColumnEncoding, PlainHash}
 import sparkbloom.index._
+import sparkbloom.index.sliced.SlicedProbe
 import sparkbloom.index.sliced._
 import sparkbloom.predicate.BloomPredicate
 import sparkbloom.scan.BloomSkippingFileIndex
@@ -163,7 +164,7 @@ object ScaleBench {
       val t = System.nanoTime()
       val meta = IndexStore.latestMeta(fs, indexDir)._1.get
       val v = IndexStore.load(fs, conf, indexDir, meta)
-      val bits = new sparkbloom.index.sliced.SlicedProbe(v.layout, Probers.forVersion(spark, v, new Probers.Counters))
+      val bits = new SlicedProbe(v.layout, Probers.forVersion(spark, v, new Probers.Counters))
         .mightMatch(BloomPredicate.In(columnName(0), LongType, values))
       ((System.nanoTime() - t) / 1e6, bits.cardinality())
     }

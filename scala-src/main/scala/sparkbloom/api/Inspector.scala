@@ -14,6 +14,7 @@ import org.apache.parquet.io.SeekableInputStream
 
 import sparkbloom.parquet.NativeFilterReader
 import sparkbloom.sbbf.{Sbbf, Sizing}
+import sparkbloom.shims.ParquetCompat
 
 /**
  * `python -m sparkbloom inspect`: what native bloom filters a Parquet file (or a directory of them,
@@ -120,7 +121,7 @@ object Inspector {
       "logical_type" -> Option(t.getLogicalTypeAnnotation).map(_.toString),
       "values" -> values,
       "offset" -> Some(c.getBloomFilterOffset).filter(_ >= 0),
-      "stored_length" -> sparkbloom.shims.ParquetCompat.storedBloomLength(c).filter(_ > 0))
+      "stored_length" -> ParquetCompat.storedBloomLength(c).filter(_ > 0))
     f match {
       case Absent => Json.obj(common :+ ("bloom_filter" -> "absent"): _*)
       case Corrupt(why) => Json.obj(common :+ ("bloom_filter" -> s"corrupt: $why"): _*)

@@ -5,7 +5,7 @@ import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 
 import sparkbloom.index.{BloomIndexException, ColumnSpec, IndexDescription, ScanSkipping, TableRef}
-import sparkbloom.scan.SkippingReport
+import sparkbloom.scan.{BloomScanMetricsExec, SkippingReport}
 
 /**
  * What the Python package calls over py4j. Arguments are plain (String, String[], nullable boxed
@@ -157,7 +157,7 @@ object PythonApi {
    */
   private object Scans extends AdaptiveSparkPlanHelper {
     def of(plan: SparkPlan): Seq[java.util.Map[String, AnyRef]] = {
-      val bloom = collect(plan) { case b: sparkbloom.scan.BloomScanMetricsExec => b }
+      val bloom = collect(plan) { case b: BloomScanMetricsExec => b }
       def metrics(p: SparkPlan) = Json.obj(p.metrics.toSeq.sortBy(_._1).map { case (k, m) => k -> m.value }: _*)
       def scan(p: SparkPlan, table: String, format: String) = Json.obj("table" -> table, "format" -> format,
         "metrics" -> metrics(p), "bloom_metrics" -> bloom.find(_.child eq p).map(metrics).orNull)

@@ -4,6 +4,7 @@ import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
 
 import sparkbloom.hash.{ColumnEncoding, PlainHash}
+import sparkbloom.shims.Collations
 
 /**
  * Turns a Spark value (Catalyst's internal representation) of a given Spark type into the hashes a filter
@@ -95,7 +96,7 @@ object ValueHasher {
     }
   }
 
-  private def binaryEquality(st: StringType): Boolean = sparkbloom.shims.Collations.binaryEquality(st)
+  private def binaryEquality(st: StringType): Boolean = Collations.binaryEquality(st)
 
   private def stringLogical(enc: ColumnEncoding): Boolean =
     enc.logical == "STRING" || enc.logical == "" || enc.logical == "ENUM" || enc.logical == "JSON"

@@ -19,6 +19,7 @@ import org.apache.spark.sql.{Row, SparkSession}
 import org.apache.spark.util.{CollectionAccumulator, LongAccumulator}
 
 import sparkbloom.BloomConf
+import sparkbloom.hash.ColumnEncoding
 import sparkbloom.index.sliced.{EntryMeta, Segment, SegmentWriter}
 import sparkbloom.parquet.{ChunkHasher, Footers, FooterInfo, NativeFilterReader}
 import sparkbloom.sbbf.{InvalidBloomFilterException, Kernel, Sbbf, Sizing}
@@ -95,7 +96,7 @@ private[index] object FileIndexer {
     found
   }
 
-  private final class ColumnPlan(var encoding: Option[sparkbloom.hash.ColumnEncoding], var hasNull: Boolean,
+  private final class ColumnPlan(var encoding: Option[ColumnEncoding], var hasNull: Boolean,
                                  var nonNull: Long, var ndv: Long, var filter: Sbbf, var source: String,
                                  val scan: Boolean, val column: IndexedColumn)
 

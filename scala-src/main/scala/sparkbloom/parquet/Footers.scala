@@ -12,6 +12,7 @@ import org.apache.parquet.io.InputFile
 import org.apache.parquet.schema.MessageType
 
 import sparkbloom.hash.ColumnEncoding
+import sparkbloom.shims.ParquetCompat
 
 /** A row group as the index needs it: its ordinal, its byte range in the file and its row count. */
 final case class RowGroupRange(ordinal: Int, start: Long, end: Long, numRows: Long)
@@ -59,7 +60,7 @@ final case class FooterInfo(rowGroups: IndexedSeq[RowGroupRange], fileLength: Lo
    * it would give false negatives; parquet-java's own writer never writes one, so only its filters are used.
    */
   def filtersTrusted: Boolean =
-    sparkbloom.shims.ParquetCompat.storedLengthReadable || Option(createdBy).exists(_.startsWith("parquet-mr"))
+    ParquetCompat.storedLengthReadable || Option(createdBy).exists(_.startsWith("parquet-mr"))
 
   def chunk(rowGroup: Int, column: String): Option[ChunkInfo] = fieldName(column).flatMap { name =>
     val field = schema.getFields.get(schema.getFieldIndex(name))
@@ -76,14 +77,14 @@ final case class FooterInfo(rowGroups: IndexedSeq[RowGroupRange], fileLength: Lo
 
 object Footers {
   /** Fresh read options (each reader releases its own codec factory on close); see ParquetCompat.readOptions. */
-  def readOptions(): ParquetReadOptions = sparkbloom.shims.ParquetCompat.readOptions()
+  def readOptions(): ParquetReadOptions = ParquetCompat.readOptions()
 
   /** `ParquetFileReader.open(input)` with the same default options. */
   def open(input: InputFile): ParquetFileReader = ParquetFileReader.open(input, readOptions())
 
   /** Opens `path` with a footer read earlier (by the sizing job), so it is not read again. */
   def open(conf: Configuration, path: Path, footer: ParquetMetadata): ParquetFileReader =
-    sparkbloom.shims.ParquetCompat.openWithFooter(conf, path, footer)
+    ParquetCompat.openWithFooter(conf, path, footer)
 
   def read(conf: Configuration, path: Path): FooterInfo = {
     val input = HadoopInputFile.fromPath(path, conf)

@@ -8,7 +8,8 @@ import org.apache.parquet.hadoop.metadata.ColumnChunkMetaData
 import org.apache.parquet.hadoop.util.HadoopInputFile
 import org.apache.parquet.io.SeekableInputStream
 
-import sparkbloom.sbbf.{InvalidBloomFilterException, ParquetBloomFilter, Sbbf}
+import sparkbloom.sbbf.{InvalidBloomFilterException, Kernel, ParquetBloomFilter, Sbbf}
+import sparkbloom.shims.ParquetCompat
 
 /**
  * Reads the bloom filter a Parquet writer stored for one column chunk (`ColumnMetaData.bloom_filter_offset`
@@ -62,7 +63,7 @@ object NativeFilterReader {
     def mightContainAny(hashes: Array[Long]): Boolean = {
       var i = 0
       while (i < hashes.length) {
-        val b = sparkbloom.sbbf.Kernel.blockIndex(hashes(i), numBlocks)
+        val b = Kernel.blockIndex(hashes(i), numBlocks)
         var block = blocks.get(b)
         if (block == null) {
           block = Sbbf.fromBytes(readAt(in, bitsetOffset + b.toLong * Sbbf.BytesPerBlock, Sbbf.BytesPerBlock))
@@ -120,7 +121,7 @@ object NativeFilterReader {
   }
 
   /** `bloom_filter_length` when present and readable (parquet-java 1.13, in Spark 3.5, does not read it). */
-  def storedLength(column: ColumnChunkMetaData): Option[Int] = sparkbloom.shims.ParquetCompat.storedBloomLength(column)
+  def storedLength(column: ColumnChunkMetaData): Option[Int] = ParquetCompat.storedBloomLength(column)
 
   private def readAt(in: SeekableInputStream, offset: Long, len: Int): Array[Byte] = {
     val out = new Array[Byte](len)

@@ -11,6 +11,7 @@ import org.slf4j.LoggerFactory
 
 import sparkbloom.index.{IndexPruner, IndexVersion, PrunedSource, RowGroupSelection, ScanSkipping}
 import sparkbloom.predicate.BloomPredicate
+import sparkbloom.shims.FileIndexShims
 
 /**
  * Wraps the relation's real [[FileIndex]]: lists what it lists, then drops files whose every row group
@@ -24,7 +25,7 @@ class BloomSkippingFileIndex(
     val indexes: Seq[(IndexVersion, BloomPredicate)],
     val selection: RowGroupSelection,
     val tableName: String,
-    val int96Probes: Boolean = true) extends sparkbloom.shims.FileIndexShims with PrunedSource {
+    val int96Probes: Boolean = true) extends FileIndexShims with PrunedSource {
 
   private val log = LoggerFactory.getLogger(getClass)
   val pruner = new IndexPruner(session, indexes, selection, tableName, int96Probes)

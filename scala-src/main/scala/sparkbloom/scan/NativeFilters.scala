@@ -11,7 +11,7 @@ import sparkbloom.encoding.ValueHasher
 import sparkbloom.hash.ColumnEncoding
 import sparkbloom.predicate.BloomPredicate
 import sparkbloom.predicate.BloomPredicate._
-import sparkbloom.parquet.{FooterInfo, Footers, NativeFilterReader}
+import sparkbloom.parquet.{FileEncodings, FooterInfo, Footers, NativeFilterReader}
 import sparkbloom.sbbf.InvalidBloomFilterException
 
 /**
@@ -107,7 +107,7 @@ object NativeFilters {
              pred: BloomPredicate, opts: Options): Option[Decision] = {
     if (!prunable(pred)) return None
     var considered, kept, invalid, read = 0
-    val sparkWritten = Option(footer.keyValueMetadata).exists(_.containsKey(sparkbloom.parquet.FileEncodings.SparkVersionKey))
+    val sparkWritten = Option(footer.keyValueMetadata).exists(_.containsKey(FileEncodings.SparkVersionKey))
     val ranges = Array.newBuilder[Long]
     val hashCache = new java.util.HashMap[(In, ColumnEncoding), Array[Long]]()
 

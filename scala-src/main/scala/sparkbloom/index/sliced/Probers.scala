@@ -5,6 +5,7 @@ import org.apache.spark.sql.SparkSession
 
 import sparkbloom.index.{IndexVersion, SerializableConf}
 import sparkbloom.index.sliced.SlicedProbe.{Prober, Request}
+import sparkbloom.sbbf.Kernel
 
 /**
  * Where a version's probes run. On the driver, runs come from [[IndexCache]] and positioned reads (or from
@@ -28,7 +29,7 @@ object Probers {
     }
   }
 
-  private def blocksOf(r: Request): Seq[Int] = r.hashes.map(h => sparkbloom.sbbf.Kernel.blockIndex(h, r.segment.blocks)).distinct.toSeq
+  private def blocksOf(r: Request): Seq[Int] = r.hashes.map(h => Kernel.blockIndex(h, r.segment.blocks)).distinct.toSeq
 
   /** Positioned reads of different segments in parallel (cold lookups; object stores answer in parallel). */
   private lazy val ioPool: scala.concurrent.ExecutionContext = {

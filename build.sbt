@@ -145,6 +145,9 @@ lazy val harness = (project in file("benchmarks/harness"))
     target := (root / baseDirectory).value / "target" / "harness" / s"spark-${sparkLine.id}",
     Compile / scalaSource := baseDirectory.value / "src",
     scalacOptions := (root / scalacOptions).value,
+    // Spark's own modules may bring a newer scala-library than the line's Scala (SIP-51 refuses that): the
+    // line's, as Spark ships it.
+    dependencyOverrides += "org.scala-lang" % "scala-library" % sparkLine.scala,
     libraryDependencies ++= (if (sparkLine.jarsFrom == "central") Seq(
       "org.apache.spark" %% "spark-sql" % sparkLine.spark,
       "org.apache.parquet" % "parquet-hadoop" % sparkLine.parquet) else Nil),

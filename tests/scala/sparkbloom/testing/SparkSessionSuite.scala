@@ -82,7 +82,7 @@ trait SparkSessionSuite extends AnyFunSuite with BeforeAndAfterAll with Adaptive
   }
 
   def compare(query: => DataFrame): Outcome = {
-    val (on, skipping, files, metrics, plan) = withIndexEnabled(on = true) {
+    val (on, skipping, files, metrics, plan) = withIndexEnabled(true) {
       val df = query
       val rows = df.collect().toSeq
       val plan = df.queryExecution.executedPlan

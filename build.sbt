@@ -13,7 +13,8 @@ import java.util.Properties
 val versions: Properties = {
   val p = new Properties()
   val in = new java.io.FileInputStream(file("project/versions.properties"))
-  try p.load(in) finally in.close()
+  try p.load(in)
+  finally in.close()
   p
 }
 def v(key: String): String = versions.getProperty(key)
@@ -40,14 +41,20 @@ val libraryVersions: Map[String, (Int, Int)] = Map("spark" -> sparkLine.minor) +
   deltaArtifact.map { case (_, ver) => "delta" -> SparkLines.majorMinor(ver.split('.').take(2).mkString(".")) } ++
   icebergArtifact.map { case (_, ver) => "iceberg" -> SparkLines.majorMinor(ver.split('.').take(2).mkString(".")) }
 def lakehouseModules(conf: Configuration): Seq[ModuleID] =
-  deltaArtifact.toSeq.flatMap { case (name, ver) => Seq("io.delta" % name % ver % conf, "io.delta" % "delta-storage" % ver % conf) } ++
+  deltaArtifact.toSeq.flatMap { case (name, ver) =>
+    Seq("io.delta" % name % ver % conf, "io.delta" % "delta-storage" % ver % conf)
+  } ++
     icebergArtifact.toSeq.map { case (name, ver) => "org.apache.iceberg" % name % ver % conf }
 val lakehouseDeps: Seq[ModuleID] =
   lakehouseModules(Provided).map(_.intransitive()) ++
-    lakehouseModules(LakehouseRuntime).map(_.excludeAll(ExclusionRule("org.apache.spark"), ExclusionRule("org.scala-lang"),
+    lakehouseModules(LakehouseRuntime).map(_.excludeAll(ExclusionRule("org.apache.spark"),
+      ExclusionRule("org.scala-lang"),
       ExclusionRule("org.apache.hadoop"), ExclusionRule("org.scalatest"), ExclusionRule("org.scalacheck"),
-      ExclusionRule("junit"), ExclusionRule("org.mockito"), ExclusionRule("com.amazonaws"), ExclusionRule("org.antlr"), ExclusionRule("org.roaringbitmap")))
-lazy val lakehouseJars = taskKey[Seq[File]]("Copies the line's Delta Lake and Iceberg runtime jars (Maven Central, through sbt's cache) to target/lakehouse/spark-<line>")
+      ExclusionRule("junit"), ExclusionRule("org.mockito"), ExclusionRule("com.amazonaws"), ExclusionRule("org.antlr"),
+      ExclusionRule("org.roaringbitmap")))
+lazy val lakehouseJars = taskKey[Seq[File]](
+  "Copies the line's Delta Lake and Iceberg runtime jars (Maven Central, through sbt's cache) to " +
+    "target/lakehouse/spark-<line>")
 
 ThisBuild / organization := "io.sparkbloom"
 ThisBuild / version := "0.1.0"
@@ -58,13 +65,16 @@ lazy val root = (project in file("."))
     name := s"sparkbloom-spark${sparkLine.id}",
     target := baseDirectory.value / "target" / s"spark-${sparkLine.id}",
     Compile / scalaSource := baseDirectory.value / "scala-src" / "main" / "scala",
-    Compile / unmanagedSourceDirectories ++= SparkLines.variantDirs(baseDirectory.value / "scala-src" / "shims", libraryVersions),
+    Compile / unmanagedSourceDirectories ++=
+      SparkLines.variantDirs(baseDirectory.value / "scala-src" / "shims", libraryVersions),
     // Table formats (Delta Lake, Iceberg): variant directories chosen by the same rule as the Spark shims, by the
     // versions of the libraries the line has (a format the line has no build of compiles nothing at all).
-    Compile / unmanagedSourceDirectories ++= SparkLines.variantDirs(baseDirectory.value / "scala-src" / "formats", libraryVersions),
+    Compile / unmanagedSourceDirectories ++=
+      SparkLines.variantDirs(baseDirectory.value / "scala-src" / "formats", libraryVersions),
     // The table formats' suites (real Delta and Iceberg tables), chosen like their sources. The full Scala suites
     // run on the default line; dev/matrix's full mode runs these on each.
-    Test / unmanagedSourceDirectories ++= SparkLines.variantDirs(baseDirectory.value / "tests" / "formats", libraryVersions),
+    Test / unmanagedSourceDirectories ++=
+      SparkLines.variantDirs(baseDirectory.value / "tests" / "formats", libraryVersions),
     ivyConfigurations += LakehouseRuntime,
     // The lakehouse suites read real tables with the formats' runtime dependencies too (Delta 4.4's kernel).
     Test / unmanagedJars ++= lakehouseJars.value.map(Attributed.blank),
@@ -72,11 +82,14 @@ lazy val root = (project in file("."))
       val out = target.value.getParentFile / "lakehouse" / s"spark-${sparkLine.id}"
       // What Spark itself ships (its own modules, parquet-java, log4j, ...) stays Spark's: left out by module.
       val own = lakehouseModules(LakehouseRuntime).map(m => (m.organization, m.name)).toSet
-      val spark = (Compile / dependencyClasspath).value.flatMap(_.get(moduleID.key)).map(m => (m.organization, m.name)).toSet -- own
+      val spark = (Compile / dependencyClasspath).value.flatMap(_.get(moduleID.key)).map(m =>
+        (m.organization, m.name)).toSet -- own
       val jars = Classpaths.managedJars(LakehouseRuntime, Set("jar"), update.value)
         .filterNot(a => a.get(moduleID.key).exists(m => spark((m.organization, m.name)))).map(_.data)
       IO.delete(out); IO.createDirectory(out)
-      jars.map { f => val t = out / f.getName; IO.copyFile(f, t); t }
+      jars.map { f =>
+        val t = out / f.getName; IO.copyFile(f, t); t
+      }
     },
     // SPARKBLOOM_TEST_SOURCES=<regex> compiles only the test files whose names match (dev/matrix runs the
     // parser forwarding suite on every line without compiling every suite there).
@@ -90,12 +103,14 @@ lazy val root = (project in file("."))
     Compile / unmanagedJars ++= SparkLines.pysparkJars(baseDirectory.value, sparkLine).map(Attributed.blank),
     scalacOptions ++= Seq("-release", "17", "-deprecation", "-feature", "-unchecked", "-Wconf:cat=deprecation:w"),
     javacOptions ++= Seq("--release", "17"),
-    libraryDependencies ++= (if (sparkLine.jarsFrom == "central") Seq(
-      "org.apache.spark" %% "spark-sql" % sparkLine.spark % Provided,
-      "org.apache.parquet" % "parquet-hadoop" % sparkLine.parquet % Provided) else Nil) ++ Seq(
-      "net.openhft" % "zero-allocation-hashing" % v("zeroAllocationHashing"),
-      "org.scalatest" %% "scalatest" % v("scalatest") % Test
-    ) ++ lakehouseDeps,
+    libraryDependencies ++=
+      (if (sparkLine.jarsFrom == "central") Seq(
+         "org.apache.spark" %% "spark-sql" % sparkLine.spark % Provided,
+         "org.apache.parquet" % "parquet-hadoop" % sparkLine.parquet % Provided)
+       else Nil) ++ Seq(
+        "net.openhft" % "zero-allocation-hashing" % v("zeroAllocationHashing"),
+        "org.scalatest" %% "scalatest" % v("scalatest") % Test
+      ) ++ lakehouseDeps,
     // Tests run against real Spark in a forked JVM with the flags Spark and the Vector API need.
     Test / fork := true,
     Test / parallelExecution := false,
@@ -110,7 +125,7 @@ lazy val root = (project in file("."))
     // The line this jar is built for, checked against the running Spark when the extension loads.
     Compile / resourceGenerators += Def.task {
       val f = (Compile / resourceManaged).value / "sparkbloom" / "build.properties"
-      IO.write(f, s"line=${sparkLine.id}\nspark=${sparkLine.spark}\nscalaBinary=${sparkLine.scala.split('.').take(2).mkString(".")}\n")
+      IO.write(f, s"line=${sparkLine.id}\nspark=${sparkLine.spark}\nscalaBinary=$scalaBinary\n")
       Seq(f)
     }.taskValue,
     Compile / doc / sources := Seq.empty
@@ -148,20 +163,25 @@ lazy val harness = (project in file("benchmarks/harness"))
     // Spark's own modules may bring a newer scala-library than the line's Scala (SIP-51 refuses that): the
     // line's, as Spark ships it.
     dependencyOverrides += "org.scala-lang" % "scala-library" % sparkLine.scala,
-    libraryDependencies ++= (if (sparkLine.jarsFrom == "central") Seq(
-      "org.apache.spark" %% "spark-sql" % sparkLine.spark,
-      "org.apache.parquet" % "parquet-hadoop" % sparkLine.parquet) else Nil),
+    libraryDependencies ++=
+      (if (sparkLine.jarsFrom == "central") Seq(
+         "org.apache.spark" %% "spark-sql" % sparkLine.spark,
+         "org.apache.parquet" % "parquet-hadoop" % sparkLine.parquet)
+       else Nil),
     Compile / unmanagedJars ++= SparkLines.pysparkJars((root / baseDirectory).value, sparkLine).map(Attributed.blank),
     Compile / packageBin / artifactPath := target.value / "sparkbloom-harness.jar",
     Compile / packageBin / mainClass := None, // several mains, none the jar's: run with harness/runMain <class>
     Compile / doc / sources := Seq.empty,
     run / fork := true,
     // The tests' log4j2.properties (warnings only), as these programs had when they ran with Test/runMain.
-    run / javaOptions ++= jvmFlags :+ s"-Dlog4j2.configurationFile=${(root / baseDirectory).value / "tests" / "resources" / "log4j2.properties"}"
+    run / javaOptions ++= jvmFlags :+
+      s"-Dlog4j2.configurationFile=${(root / baseDirectory).value / "tests" / "resources" / "log4j2.properties"}"
   )
 
 // Copies the runtime jars Spark does not provide next to sparkbloom.jar (for the Python package).
-lazy val bundle = taskKey[Seq[File]]("Builds the line's sparkbloom.jar and copies it with its non-Spark dependencies to target/bundle (and target/bundles/spark-<line>)")
+lazy val bundle = taskKey[Seq[File]](
+  "Builds the line's sparkbloom.jar and copies it with its non-Spark dependencies to target/bundle (and " +
+    "target/bundles/spark-<line>)")
 bundle := {
   val base = (root / baseDirectory).value / "target"
   val main = (root / Compile / packageBin).value
@@ -169,6 +189,8 @@ bundle := {
     .filter(f => f.getName.startsWith("zero-allocation-hashing"))
   Seq(base / "bundle", base / "bundles" / s"spark-${sparkLine.id}").flatMap { out =>
     IO.delete(out); IO.createDirectory(out)
-    (main +: deps).map { f => val t = out / (if (f == main) "sparkbloom.jar" else f.getName); IO.copyFile(f, t); t }
+    (main +: deps).map { f =>
+      val t = out / (if (f == main) "sparkbloom.jar" else f.getName); IO.copyFile(f, t); t
+    }
   }
 }

@@ -26,7 +26,8 @@ println(s"${quickstartIndex.name} on ${quickstartIndex.table}: ${quickstartIndex
 val lookup = spark.read.parquet(quickstartPath).where("user_id = 4242")
 lookup.show()
 SkippingReport.forPlan(lookup.queryExecution.executedPlan).foreach { s =>
-  println(s"${s.index}: read ${s.filesKept} of ${s.filesTotal} files, ${s.rowGroupsKept} of ${s.rowGroupsTotal} row groups")
+  println(
+    s"${s.index}: read ${s.filesKept} of ${s.filesTotal} files, ${s.rowGroupsKept} of ${s.rowGroupsTotal} row groups")
 }
 
 BloomIndexes.drop(spark, quickstartTable, "quickstart_user", ifExists = true)

@@ -23,12 +23,14 @@ class BloomDeltaFileIndex(val prepared: PreparedDeltaFileIndex, val pruner: Inde
   override def matchingFiles(partitionFilters: Seq[Expression], dataFilters: Seq[Expression]): Seq[AddFile] = {
     val files = prepared.matchingFiles(partitionFilters, dataFilters)
     try {
-      val statuses = files.map(a => new FileStatus(a.size, false, 0, 0L, a.modificationTime, absolutePath(a.path))).toArray
+      val statuses =
+        files.map(a => new FileStatus(a.size, false, 0, 0L, a.modificationTime, absolutePath(a.path))).toArray
       val kept = pruner.keep(statuses)
       files.indices.filter(kept.get).map(files)
     } catch {
       case NonFatal(e) =>
-        org.slf4j.LoggerFactory.getLogger(getClass).warn(s"sparkbloom: reading every file Delta kept for ${pruner.tableName} after an error while pruning: $e")
+        org.slf4j.LoggerFactory.getLogger(getClass).warn(
+          s"sparkbloom: reading every file Delta kept for ${pruner.tableName} after an error while pruning: $e")
         files
     }
   }
@@ -38,10 +40,12 @@ class BloomDeltaFileIndex(val prepared: PreparedDeltaFileIndex, val pruner: Inde
   override def refresh(): Unit = prepared.refresh()
   override def sizeInBytes: Long = prepared.sizeInBytes
 
-  override def toString: String = s"BloomDeltaFileIndex(indexes=[${pruner.indexNames}], predicate=[${pruner.predicateSql}], $prepared)"
+  override def toString: String =
+    s"BloomDeltaFileIndex(indexes=[${pruner.indexNames}], predicate=[${pruner.predicateSql}], $prepared)"
   override def equals(o: Any): Boolean = o match {
-    case b: BloomDeltaFileIndex => (b eq this) || (b.prepared == prepared && b.pruner.predicateSql == pruner.predicateSql &&
-      b.pruner.indexNames == pruner.indexNames)
+    case b: BloomDeltaFileIndex => (b eq this) ||
+      (b.prepared == prepared && b.pruner.predicateSql == pruner.predicateSql &&
+        b.pruner.indexNames == pruner.indexNames)
     case _ => false
   }
   override def hashCode(): Int = prepared.hashCode() * 31 + pruner.predicateSql.hashCode

@@ -15,8 +15,10 @@ import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRela
 import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 
-import sparkbloom.index.{DataFile, IndexDiscovery, IndexPruner, IndexedColumn, ResolvedTable, RowGroupSelection,
-  TableFormat, TableListing, TableRef}
+import sparkbloom.index.{
+  DataFile, IndexDiscovery, IndexPruner, IndexedColumn, ResolvedTable, RowGroupSelection, TableFormat, TableListing,
+  TableRef
+}
 import sparkbloom.predicate.Conditions
 import sparkbloom.scan.NativeFilters
 import sparkbloom.shims.FsRelation
@@ -47,9 +49,9 @@ object DeltaFormat extends TableFormat {
   /** The Delta log file index under a plain read of a Delta table (aliases, projections, views allowed). */
   private def logIndex(plan: LogicalPlan): Option[(LogicalRelation, TahoeLogFileIndex)] = plan match {
     case FsRelation(l, rel, _, _, _) => rel.location match {
-      case t: TahoeLogFileIndex => Some((l, t))
-      case _ => None
-    }
+        case t: TahoeLogFileIndex => Some((l, t))
+        case _ => None
+      }
     case SubqueryAlias(_, child) => logIndex(child)
     case Project(_, child) => logIndex(child)
     case v: View => logIndex(v.child)
@@ -57,10 +59,11 @@ object DeltaFormat extends TableFormat {
   }
 
   override def tableOf(leaf: LogicalPlan): Option[TableRef] = leaf match {
-    case FsRelation(_, rel, _, _, _) if rel.location.isInstanceOf[TahoeLogFileIndex] => logIndex(leaf).map { case (l, t) =>
-      l.catalogTable.map(c => TableRef.Catalog(c.identifier.unquotedString))
-        .getOrElse(TableRef.Catalog(pathName(t.path.toString)))
-    }
+    case FsRelation(_, rel, _, _, _) if rel.location.isInstanceOf[TahoeLogFileIndex] =>
+      logIndex(leaf).map { case (l, t) =>
+        l.catalogTable.map(c => TableRef.Catalog(c.identifier.unquotedString))
+          .getOrElse(TableRef.Catalog(pathName(t.path.toString)))
+      }
     case _ => None
   }
 
@@ -87,8 +90,9 @@ object DeltaFormat extends TableFormat {
       ResolvedTable(shownRef, index.deltaLog.dataPath, metadata.schema, metadata.partitionColumns,
         () => {
           val current = index.deltaLog.update()
-          TableListing(current.allFiles.collect().toSeq.map(a =>
-            DataFile(index.absolutePath(a.path).toString, a.size, a.modificationTime)),
+          TableListing(
+            current.allFiles.collect().toSeq.map(a =>
+              DataFile(index.absolutePath(a.path).toString, a.size, a.modificationTime)),
             Some(s"Delta version ${current.version}"))
         },
         fileColumn = f => (Some(DeltaColumnMapping.getPhysicalName(f)), None))
@@ -99,8 +103,9 @@ object DeltaFormat extends TableFormat {
                        plan: LogicalPlan): Option[LogicalPlan] = filter match {
     case f @ Filter(cond, FsRelation(l, rel, _, _, false)) if phase == TableFormat.PreCbo && isPreparedIndex(rel) =>
       rewrite(session, Conditions.pushable(cond), l, rel).map(n => f.copy(child = n))
-    case Filter(_, FsRelation(_, rel, _, _, false)) if phase == TableFormat.PreCbo &&
-        rel.location.isInstanceOf[TahoeLogFileIndex] =>
+    case Filter(_, FsRelation(_, rel, _, _, false))
+        if phase == TableFormat.PreCbo &&
+          rel.location.isInstanceOf[TahoeLogFileIndex] =>
       checkOrder(session) // Delta's own rule has not prepared this scan: sparkbloom is listed before Delta
       None
     case _ => None

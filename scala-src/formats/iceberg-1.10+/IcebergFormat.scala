@@ -13,8 +13,10 @@ import org.apache.spark.sql.connector.catalog.{Table => SparkCatalogTable}
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
 import org.slf4j.LoggerFactory
 
-import sparkbloom.index.{DataFile, IndexDiscovery, IndexPruner, IndexedColumn, ResolvedTable, RowGroupSelection,
-  SerializableConf, TableFormat, TableListing, TableRef}
+import sparkbloom.index.{
+  DataFile, IndexDiscovery, IndexPruner, IndexedColumn, ResolvedTable, RowGroupSelection, SerializableConf, TableFormat,
+  TableListing, TableRef
+}
 import sparkbloom.predicate.Conditions
 import sparkbloom.scan.NativeFilters
 
@@ -39,11 +41,12 @@ object IcebergFormat extends TableFormat {
     t.getClass.getName == "org.apache.iceberg.spark.source.SparkTable"
 
   override def tableOf(leaf: LogicalPlan): Option[TableRef] = leaf match {
-    case r: DataSourceV2Relation if isIcebergTable(r.table) => (r.catalog, r.identifier) match {
-      case (Some(c), Some(id)) if r.table.asInstanceOf[SparkTable].table().isInstanceOf[BaseTable] =>
-        Some(TableRef.Catalog((c.name() +: id.namespace().toSeq :+ id.name()).map(quoteIfNeeded).mkString(".")))
-      case _ => None
-    }
+    case r: DataSourceV2Relation if isIcebergTable(r.table) =>
+      (r.catalog, r.identifier) match {
+        case (Some(c), Some(id)) if r.table.asInstanceOf[SparkTable].table().isInstanceOf[BaseTable] =>
+          Some(TableRef.Catalog((c.name() +: id.namespace().toSeq :+ id.name()).map(quoteIfNeeded).mkString(".")))
+        case _ => None
+      }
     case _ => None
   }
 
@@ -72,7 +75,8 @@ object IcebergFormat extends TableFormat {
                   case None => TableListing(Nil, Some("Iceberg: no snapshot yet"))
                   case Some(snap) =>
                     val tasks = table.newScan().useSnapshot(snap.snapshotId()).planFiles()
-                    val files = try tasks.asScala.map(t => DataFile(qualify(t.file().location(), conf), t.file().fileSizeInBytes(), 0L)).toSeq.distinct
+                    val files = try tasks.asScala.map(t =>
+                        DataFile(qualify(t.file().location(), conf), t.file().fileSizeInBytes(), 0L)).toSeq.distinct
                     finally tasks.close()
                     TableListing(files, Some(s"Iceberg snapshot ${snap.snapshotId()}"))
                 }
@@ -104,10 +108,13 @@ object IcebergFormat extends TableFormat {
    */
   override def rewrite(session: SparkSession, phase: TableFormat.Phase, filter: Filter,
                        plan: LogicalPlan): Option[LogicalPlan] = filter match {
-    case f @ Filter(cond, r: DataSourceV2Relation) if phase == TableFormat.Optimizer && isIcebergTable(r.table) &&
-        !rewritesRows(plan) =>
-      try rewrite(session, Conditions.pushable(cond), r).map(n => f.copy(child = n)) catch {
-        case NonFatal(e) => log.warn(s"sparkbloom: Iceberg scan of ${r.table.name()} left as it was after an error: $e"); None
+    case f @ Filter(cond, r: DataSourceV2Relation)
+        if phase == TableFormat.Optimizer && isIcebergTable(r.table) &&
+          !rewritesRows(plan) =>
+      try rewrite(session, Conditions.pushable(cond), r).map(n => f.copy(child = n))
+      catch {
+        case NonFatal(e) =>
+          log.warn(s"sparkbloom: Iceberg scan of ${r.table.name()} left as it was after an error: $e"); None
       }
     case _ => None
   }
@@ -119,10 +126,12 @@ object IcebergFormat extends TableFormat {
   private val RowLevelNodes = Set("MergeIntoTable", "UpdateTable", "DeleteFromTable", "ReplaceData", "WriteDelta",
     "MergeRows", "UpdateRows", "RowLevelWrite")
   private def rewritesRows(plan: LogicalPlan): Boolean =
-    plan.exists(p => RowLevelNodes.contains(p.getClass.getSimpleName) ||
-      p.isInstanceOf[org.apache.spark.sql.catalyst.plans.logical.RowLevelWrite])
+    plan.exists(p =>
+      RowLevelNodes.contains(p.getClass.getSimpleName) ||
+        p.isInstanceOf[org.apache.spark.sql.catalyst.plans.logical.RowLevelWrite])
 
-  private def rewrite(session: SparkSession, cond: Expression, r: DataSourceV2Relation): Option[DataSourceV2Relation] = {
+  private def rewrite(session: SparkSession, cond: Expression, r: DataSourceV2Relation)
+      : Option[DataSourceV2Relation] = {
     val st = r.table.asInstanceOf[SparkTable]
     val table = st.table() match {
       case b: BaseTable => b
@@ -132,7 +141,8 @@ object IcebergFormat extends TableFormat {
     val schema: Schema = IcebergTables.readSchema(table, st).getOrElse(return None)
     val caseSensitive = session.sessionState.conf.caseSensitiveAnalysis
     val ids: Map[ExprId, Int] = r.output.flatMap { a =>
-      Option(if (caseSensitive) schema.findField(a.name) else schema.caseInsensitiveFindField(a.name)).map(f => a.exprId -> f.fieldId())
+      Option(if (caseSensitive) schema.findField(a.name) else schema.caseInsensitiveFindField(a.name)).map(f =>
+        a.exprId -> f.fieldId())
     }.toMap
     val root = locationPath(table.location(), session)
     IndexDiscovery.indexesAt(session, root, cond,
@@ -141,7 +151,8 @@ object IcebergFormat extends TableFormat {
       val opts = NativeFilters.options(session, Map.empty)
       val pruner = new IndexPruner(session, used, new RowGroupSelection(false), st.name(), opts.int96Probes)
       val conf = new SerializableConf(session.sessionState.newHadoopConf())
-      IcebergTables.swap(new PrunedIcebergTable(table, pruner, conf, IcebergTables.scanPin(st)), st).map(t => r.copy(table = t))
+      IcebergTables.swap(new PrunedIcebergTable(table, pruner, conf, IcebergTables.scanPin(st)), st).map(t =>
+        r.copy(table = t))
     }
   }
 }

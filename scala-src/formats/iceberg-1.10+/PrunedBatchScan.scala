@@ -22,7 +22,8 @@ class PrunedBatchScan(val delegate: BatchScan, owner: PrunedIcebergTable, pinned
   override def caseSensitive(b: Boolean): BatchScan = wrap(delegate.caseSensitive(b))
   override def isCaseSensitive: Boolean = delegate.isCaseSensitive
   override def includeColumnStats(): BatchScan = wrap(delegate.includeColumnStats())
-  override def includeColumnStats(cols: java.util.Collection[String]): BatchScan = wrap(delegate.includeColumnStats(cols))
+  override def includeColumnStats(cols: java.util.Collection[String]): BatchScan =
+    wrap(delegate.includeColumnStats(cols))
   override def select(cols: java.util.Collection[String]): BatchScan = wrap(delegate.select(cols))
   override def filter(e: Expression): BatchScan = wrap(delegate.filter(e))
   override def filter(): Expression = delegate.filter()

@@ -4,7 +4,9 @@ import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.fs.{FileStatus, Path}
-import org.apache.iceberg.{BaseTable, BatchScan, FileScanTask, HasTableOperations, ScanTask, Schema, Table, TableOperations}
+import org.apache.iceberg.{
+  BaseTable, BatchScan, FileScanTask, HasTableOperations, ScanTask, Schema, Table, TableOperations
+}
 import org.apache.iceberg.io.CloseableIterable
 import org.apache.spark.sql.SparkSession
 
@@ -18,25 +20,30 @@ import sparkbloom.index.{IndexPruner, SerializableConf}
  * allow one (Iceberg then reads large manifests on the executors).
  */
 class PrunedIcebergTable(val delegate: BaseTable, val pruner: IndexPruner, conf: SerializableConf,
-    val pin: Option[Long] = None)
+                         val pin: Option[Long] = None)
   extends Table with HasTableOperations with Serializable {
 
   /** The tasks of `tasks` that may hold matching rows (all of them after any error). */
   private[iceberg] def prune(tasks: CloseableIterable[ScanTask]): CloseableIterable[ScanTask] = {
-    val all = try tasks.asScala.toVector finally tasks.close()
+    val all = try tasks.asScala.toVector
+    finally tasks.close()
     val data = all.zipWithIndex.collect { case (f: FileScanTask, i) => (f, i) }
     val keep = try {
       // One status per distinct data file (a file split into several tasks is decided once).
-      val files = data.map(_._1.file()).map(f => (IcebergFormat.qualify(f.location(), conf.value), f.fileSizeInBytes())).distinct
+      val files =
+        data.map(_._1.file()).map(f => (IcebergFormat.qualify(f.location(), conf.value), f.fileSizeInBytes())).distinct
       val statuses = files.map { case (p, size) => new FileStatus(size, false, 0, 0L, 0L, new Path(p)) }.toArray
       val kept = pruner.keep(statuses)
       val keptFiles = files.indices.filter(kept.get).map(files).toSet
-      data.filterNot { case (f, _) => keptFiles.contains((IcebergFormat.qualify(f.file().location(), conf.value), f.file().fileSizeInBytes())) }
+      data.filterNot { case (f, _) =>
+        keptFiles.contains((IcebergFormat.qualify(f.file().location(), conf.value), f.file().fileSizeInBytes()))
+      }
         .map(_._2).toSet
     } catch {
       case NonFatal(e) =>
         org.slf4j.LoggerFactory.getLogger(getClass)
-          .warn(s"sparkbloom: reading every file Iceberg planned for ${pruner.tableName} after an error while pruning: $e")
+          .warn(
+            s"sparkbloom: reading every file Iceberg planned for ${pruner.tableName} after an error while pruning: $e")
         Set.empty[Int]
     }
     CloseableIterable.withNoopClose(all.indices.filterNot(keep.contains).map(all).asJava)
@@ -62,15 +69,18 @@ class PrunedIcebergTable(val delegate: BaseTable, val pruner: IndexPruner, conf:
     try {
       val spark = SparkSession.active
       val readConf = IcebergTables.readConf(spark, delegate)
-      if (readConf.distributedPlanningEnabled()) new org.apache.iceberg.SparkDistributedDataScan(spark, delegate, readConf)
+      if (readConf.distributedPlanningEnabled())
+        new org.apache.iceberg.SparkDistributedDataScan(spark, delegate, readConf)
       else delegate.newBatchScan()
     } catch { case NonFatal(_) => delegate.newBatchScan() }
 
   override def name(): String = delegate.name()
   override def refresh(): Unit = delegate.refresh()
   override def newScan(): org.apache.iceberg.TableScan = delegate.newScan()
-  override def newIncrementalAppendScan(): org.apache.iceberg.IncrementalAppendScan = delegate.newIncrementalAppendScan()
-  override def newIncrementalChangelogScan(): org.apache.iceberg.IncrementalChangelogScan = delegate.newIncrementalChangelogScan()
+  override def newIncrementalAppendScan(): org.apache.iceberg.IncrementalAppendScan =
+    delegate.newIncrementalAppendScan()
+  override def newIncrementalChangelogScan(): org.apache.iceberg.IncrementalChangelogScan =
+    delegate.newIncrementalChangelogScan()
   override def schema(): Schema = delegate.schema()
   override def schemas(): java.util.Map[Integer, Schema] = delegate.schemas()
   override def spec(): org.apache.iceberg.PartitionSpec = delegate.spec()
@@ -98,7 +108,8 @@ class PrunedIcebergTable(val delegate: BaseTable, val pruner: IndexPruner, conf:
   override def newReplacePartitions(): org.apache.iceberg.ReplacePartitions = delegate.newReplacePartitions()
   override def newDelete(): org.apache.iceberg.DeleteFiles = delegate.newDelete()
   override def updateStatistics(): org.apache.iceberg.UpdateStatistics = delegate.updateStatistics()
-  override def updatePartitionStatistics(): org.apache.iceberg.UpdatePartitionStatistics = delegate.updatePartitionStatistics()
+  override def updatePartitionStatistics(): org.apache.iceberg.UpdatePartitionStatistics =
+    delegate.updatePartitionStatistics()
   override def expireSnapshots(): org.apache.iceberg.ExpireSnapshots = delegate.expireSnapshots()
   override def manageSnapshots(): org.apache.iceberg.ManageSnapshots = delegate.manageSnapshots()
   override def newTransaction(): org.apache.iceberg.Transaction = delegate.newTransaction()
@@ -106,7 +117,8 @@ class PrunedIcebergTable(val delegate: BaseTable, val pruner: IndexPruner, conf:
   override def encryption(): org.apache.iceberg.encryption.EncryptionManager = delegate.encryption()
   override def locationProvider(): org.apache.iceberg.io.LocationProvider = delegate.locationProvider()
   override def statisticsFiles(): java.util.List[org.apache.iceberg.StatisticsFile] = delegate.statisticsFiles()
-  override def partitionStatisticsFiles(): java.util.List[org.apache.iceberg.PartitionStatisticsFile] = delegate.partitionStatisticsFiles()
+  override def partitionStatisticsFiles(): java.util.List[org.apache.iceberg.PartitionStatisticsFile] =
+    delegate.partitionStatisticsFiles()
   override def refs(): java.util.Map[String, org.apache.iceberg.SnapshotRef] = delegate.refs()
   override def uuid(): java.util.UUID = delegate.uuid()
   override def operations(): TableOperations = delegate.operations()

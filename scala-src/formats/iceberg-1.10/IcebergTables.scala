@@ -11,8 +11,10 @@ class BloomSparkTable(val pruned: PrunedIcebergTable, snapshotId: java.lang.Long
   def pruner: IndexPruner = pruned.pruner
   override def toString: String = s"${super.toString} (bloom indexes [${pruner.indexNames}] [${pruner.predicateSql}])"
   override def equals(o: Any): Boolean = o match {
-    case b: BloomSparkTable => (b eq this) || (b.pruned.delegate == pruned.delegate && b.snapshotId() == snapshotId() &&
-      b.branch() == branch() && b.pruner.predicateSql == pruner.predicateSql && b.pruner.indexNames == pruner.indexNames)
+    case b: BloomSparkTable => (b eq this) ||
+      (b.pruned.delegate == pruned.delegate && b.snapshotId() == snapshotId() &&
+        b.branch() == branch() && b.pruner.predicateSql == pruner.predicateSql &&
+        b.pruner.indexNames == pruner.indexNames)
     case _ => false
   }
   override def hashCode(): Int = pruned.delegate.hashCode() * 31 + pruner.predicateSql.hashCode
@@ -23,14 +25,18 @@ class BloomSparkTable(val pruned: PrunedIcebergTable, snapshotId: java.lang.Long
  * read (time travel and branches included) gets the same table over the pruned one.
  */
 object IcebergTables {
-  /** The schema `st` reads with: its snapshot's for time travel (a snapshot id is set only then), its branch's, or the current one. */
+  /**
+   * The schema `st` reads with: its snapshot's for time travel (a snapshot id is set only then), its branch's, or the
+   * current one.
+   */
   def readSchema(table: org.apache.iceberg.Table, st: SparkTable): Option[org.apache.iceberg.Schema] = Some(
     if (st.snapshotId() != null) SnapshotUtil.schemaFor(table, st.snapshotId().longValue())
     else if (st.branch() != null) SnapshotUtil.schemaFor(table, st.branch())
     else table.schema())
 
   /** Iceberg's read settings for `table` with no per-read options (1.10 takes them as a plain map). */
-  def readConf(spark: org.apache.spark.sql.SparkSession, table: org.apache.iceberg.Table): org.apache.iceberg.spark.SparkReadConf =
+  def readConf(spark: org.apache.spark.sql.SparkSession, table: org.apache.iceberg.Table)
+      : org.apache.iceberg.spark.SparkReadConf =
     new org.apache.iceberg.spark.SparkReadConf(spark, table, java.util.Collections.emptyMap[String, String]())
 
   /** None: Iceberg 1.10's scan builder asks the scan for the snapshot or branch of every read itself. */
@@ -48,8 +54,9 @@ class BloomBranchSparkTable(val pruned: PrunedIcebergTable, branchName: String)
   extends SparkTable(pruned, branchName, false) with PrunedSource {
   def pruner: IndexPruner = pruned.pruner
   override def equals(o: Any): Boolean = o match {
-    case b: BloomBranchSparkTable => (b eq this) || (b.pruned.delegate == pruned.delegate && b.branch() == branch() &&
-      b.pruner.predicateSql == pruner.predicateSql && b.pruner.indexNames == pruner.indexNames)
+    case b: BloomBranchSparkTable => (b eq this) ||
+      (b.pruned.delegate == pruned.delegate && b.branch() == branch() &&
+        b.pruner.predicateSql == pruner.predicateSql && b.pruner.indexNames == pruner.indexNames)
     case _ => false
   }
   override def hashCode(): Int = pruned.delegate.hashCode() * 37 + pruner.predicateSql.hashCode

@@ -30,13 +30,17 @@ object IcebergTables {
     f
   }
 
-  /** The Iceberg schema `st` reads with: the one it pinned (the snapshot's for time travel, the branch's for a branch). */
+  /**
+   * The Iceberg schema `st` reads with: the one it pinned (the snapshot's for time travel, the branch's for a
+   * branch).
+   */
   def readSchema(table: org.apache.iceberg.Table, st: SparkTable): Option[org.apache.iceberg.Schema] =
     try Option(field(classOf[SparkTable], "schema").get(st).asInstanceOf[org.apache.iceberg.Schema])
     catch { case NonFatal(_) => None }
 
   /** Iceberg's read settings for `table` with no per-read options (1.11 takes them as a CaseInsensitiveStringMap). */
-  def readConf(spark: org.apache.spark.sql.SparkSession, table: org.apache.iceberg.Table): org.apache.iceberg.spark.SparkReadConf =
+  def readConf(spark: org.apache.spark.sql.SparkSession, table: org.apache.iceberg.Table)
+      : org.apache.iceberg.spark.SparkReadConf =
     new org.apache.iceberg.spark.SparkReadConf(spark, table, org.apache.spark.sql.util.CaseInsensitiveStringMap.empty())
 
   /** The snapshot the pruned table's scans read: the one `st` pinned (null only for a table without snapshots). */
@@ -60,9 +64,10 @@ class BloomSparkTable(val pruned: PrunedIcebergTable) extends SparkTable(pruned)
   def pruner: IndexPruner = pruned.pruner
   override def toString: String = s"${super.toString} (bloom indexes [${pruner.indexNames}] [${pruner.predicateSql}])"
   override def equals(o: Any): Boolean = o match {
-    case b: BloomSparkTable => (b eq this) || (b.pruned.delegate == pruned.delegate && b.snapshotId() == snapshotId() &&
-      b.branch() == branch() && b.version() == version() && b.schema() == schema() &&
-      b.pruner.predicateSql == pruner.predicateSql && b.pruner.indexNames == pruner.indexNames)
+    case b: BloomSparkTable => (b eq this) ||
+      (b.pruned.delegate == pruned.delegate && b.snapshotId() == snapshotId() &&
+        b.branch() == branch() && b.version() == version() && b.schema() == schema() &&
+        b.pruner.predicateSql == pruner.predicateSql && b.pruner.indexNames == pruner.indexNames)
     case _ => false
   }
   override def hashCode(): Int = pruned.delegate.hashCode() * 31 + pruner.predicateSql.hashCode

@@ -11,12 +11,13 @@ import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRela
  * table, is streaming).
  */
 object FsRelation {
-  def unapply(plan: LogicalPlan): Option[(LogicalRelation, HadoopFsRelation, Seq[AttributeReference], Option[CatalogTable], Boolean)] =
+  def unapply(plan: LogicalPlan)
+      : Option[(LogicalRelation, HadoopFsRelation, Seq[AttributeReference], Option[CatalogTable], Boolean)] =
     plan match {
       case l: LogicalRelation => l.relation match {
-        case r: HadoopFsRelation => Some((l, r, l.output, l.catalogTable, l.isStreaming))
-        case _ => None
-      }
+          case r: HadoopFsRelation => Some((l, r, l.output, l.catalogTable, l.isStreaming))
+          case _ => None
+        }
       case _ => None
     }
 }

@@ -23,7 +23,8 @@ class DeltaSuite extends AnyFunSuite with LakehouseSpark {
   private lazy val table: String = {
     sql("""CREATE TABLE dl (id BIGINT, k STRING, v BIGINT) USING delta TBLPROPERTIES (
           |'delta.columnMapping.mode' = 'name', 'delta.enableDeletionVectors' = 'true')""".stripMargin)
-    spark.range(0, 20000, 1, 200).selectExpr("id", "concat('u-', cast((id * 7919) % 20000 as string)) as k", "id % 7 as v")
+    spark.range(0, 20000, 1, 200).selectExpr("id", "concat('u-', cast((id * 7919) % 20000 as string)) as k",
+      "id % 7 as v")
       .write.format("delta").mode("append").saveAsTable("dl")
     sql("CREATE BLOOM INDEX dix ON dl (k)")
     "dl"
@@ -49,7 +50,9 @@ class DeltaSuite extends AnyFunSuite with LakehouseSpark {
     // Delta's own min/max skipping cannot drop these files: every file spans the keys.
     val deltaOnly = withIndexEnabled(on = false) {
       val df = sql("SELECT * FROM dl WHERE k = 'u-1234'"); df.collect()
-      collect(df.queryExecution.executedPlan) { case s: org.apache.spark.sql.execution.FileSourceScanExec => s.metrics("numFiles").value }.sum
+      collect(df.queryExecution.executedPlan) { case s: org.apache.spark.sql.execution.FileSourceScanExec =>
+        s.metrics("numFiles").value
+      }.sum
     }
     assert(deltaOnly >= 190, s"Delta alone read $deltaOnly files")
     val in = lookup("k IN ('u-1', 'u-2', 'u-3') OR k <=> 'absent'")
@@ -88,7 +91,8 @@ class DeltaSuite extends AnyFunSuite with LakehouseSpark {
     val d = BloomIndexes.describe(spark, TableRef.Catalog("dl"), "dix")
     assert(d.filesNotCovered == 0 && d.filesCovered == 205 && d.snapshotCovered == d.snapshotNow, d)
     val shown = sql("DESCRIBE BLOOM INDEX dix ON dl").collect().map(r => r.getString(0) -> r.getString(1)).toMap
-    assert(shown.get("Table Version Covered") == d.snapshotCovered && d.snapshotCovered.exists(_.startsWith("Delta version ")), shown)
+    assert(shown.get("Table Version Covered") == d.snapshotCovered &&
+        d.snapshotCovered.exists(_.startsWith("Delta version ")), shown)
     val refreshed = lookup("k = 'n-20007'")
     assert(refreshed.on.size == 1 && refreshed.kept <= 3, refreshed.skipping)
 
@@ -112,10 +116,12 @@ class DeltaSuite extends AnyFunSuite with LakehouseSpark {
     assert(compacted.skipping.forall(s => s.filesNotCovered == s.filesTotal), compacted.skipping)
     sql("REFRESH BLOOM INDEX dix ON dl")
     val afterRefresh = compare(sql("SELECT id, user_key, v FROM dl WHERE user_key = 'u-999'"))
-    assert(afterRefresh.on == afterRefresh.off && afterRefresh.skipping.head.filesNotCovered == 0, afterRefresh.skipping)
+    assert(afterRefresh.on == afterRefresh.off && afterRefresh.skipping.head.filesNotCovered == 0,
+      afterRefresh.skipping)
 
     // overwrite: new files only; the old ones the index covers are gone from the snapshot
-    // (INSERT OVERWRITE: Delta 3.3 on Spark 3.5 refuses DataFrameWriter's saveAsTable overwrite of this table by itself)
+    // (INSERT OVERWRITE: Delta 3.3 on Spark 3.5 refuses DataFrameWriter's saveAsTable overwrite of this table by
+    // itself)
     spark.range(0, 300, 1, 3).selectExpr("id", "concat('o-', cast(id as string)) as user_key", "id % 7 as v")
       .createOrReplaceTempView("replacement")
     sql("INSERT OVERWRITE dl SELECT id, user_key, v FROM replacement")
@@ -145,7 +151,7 @@ class DeltaSuite extends AnyFunSuite with LakehouseSpark {
   test("a partitioned Delta table whose partition values need escaping in file paths") {
     val path = warehouse + "/parted"
     spark.range(0, 3000, 1, 10).selectExpr("id", "concat('p-', cast(id * 13 % 3000 as string)) as k",
-        "concat('a b/', cast(id % 3 as string)) as part")
+      "concat('a b/', cast(id % 3 as string)) as part")
       .write.format("delta").partitionBy("part").save(path)
     val ref = TableRef.Catalog(s"delta.`$path`")
     BloomIndexes.create(spark, ref, "px", Seq(ColumnSpec("k")), Map.empty, ifNotExists = false)
@@ -160,13 +166,12 @@ class DeltaSuite extends AnyFunSuite with LakehouseSpark {
     assert(err.getMessage.contains("partition column"), err.getMessage)
   }
 
-
   test("differential fuzz: random predicates over every type on a Delta table with deletion vectors") {
     val path = warehouse + "/fuzz"
     val (n, pruned, bothFailed) = fuzz(df => {
-      df.write.format("delta").option("delta.enableDeletionVectors", "true").save(path)
-      sql(s"DELETE FROM delta.`$path` WHERE id % 10 = 3") // every file gets a deletion vector
-    }, () => spark.read.format("delta").load(path), TableRef.Catalog(s"delta.`$path`"), 20251124L)
+        df.write.format("delta").option("delta.enableDeletionVectors", "true").save(path)
+        sql(s"DELETE FROM delta.`$path` WHERE id % 10 = 3") // every file gets a deletion vector
+      }, () => spark.read.format("delta").load(path), TableRef.Catalog(s"delta.`$path`"), 20251124L)
     info(s"$n random predicates, same rows with and without the index; $pruned pruned files; " +
       s"$bothFailed failed both with and without the index")
     assert(pruned > n / 10, s"only $pruned of $n queries pruned a file")

@@ -29,7 +29,8 @@ class IcebergSuite extends AnyFunSuite with LakehouseSpark {
   private lazy val table: String = {
     sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
     sql(s"CREATE TABLE ice.db.t (id BIGINT, k STRING, v BIGINT) USING iceberg TBLPROPERTIES ($MergeOnRead)")
-    spark.range(0, 20000, 1, 200).selectExpr("id", "concat('u-', cast((id * 7919) % 20000 as string)) as k", "id % 7 as v")
+    spark.range(0, 20000, 1, 200).selectExpr("id", "concat('u-', cast((id * 7919) % 20000 as string)) as k",
+      "id % 7 as v")
       .writeTo("ice.db.t").append()
     sql("CREATE BLOOM INDEX iix ON ice.db.t (k)")
     "ice.db.t"
@@ -119,7 +120,8 @@ class IcebergSuite extends AnyFunSuite with LakehouseSpark {
     val d = BloomIndexes.describe(spark, TableRef.Catalog(table), "iix")
     assert(d.filesNotCovered == 0 && d.snapshotCovered == d.snapshotNow, d)
     val refreshed = lookup("k = 'n-20007'")
-    assert(refreshed.on.size == 1 && refreshed.skipping.head.filesNotCovered == 0 && refreshed.kept <= 3, refreshed.skipping)
+    assert(refreshed.on.size == 1 && refreshed.skipping.head.filesNotCovered == 0 && refreshed.kept <= 3,
+      refreshed.skipping)
 
     // time travel to the first snapshot: the deleted row is there again
     val old = lookup("k = 'u-4321'", from = s"$table VERSION AS OF $firstSnapshot")
@@ -138,11 +140,13 @@ class IcebergSuite extends AnyFunSuite with LakehouseSpark {
     // with exactly the rows the snapshot holds (the whole snapshot, read with the index off, filtered here).
     val before = s"SELECT id, k, v FROM $table VERSION AS OF $firstSnapshot WHERE k = 'u-4321'"
     scala.util.Try(withIndexEnabled(on = false)(sql(before).collect().toSeq)) match {
-      case scala.util.Success(rows) => assert(sortRows(withIndexEnabled(on = true)(sql(before).collect().toSeq)) == sortRows(rows))
+      case scala.util.Success(rows) =>
+        assert(sortRows(withIndexEnabled(on = true)(sql(before).collect().toSeq)) == sortRows(rows))
       case scala.util.Failure(e) =>
         info(s"Iceberg alone fails a time travel filtering on a since-renamed column: ${e.getMessage.take(120)}")
         scala.util.Try(withIndexEnabled(on = true)(sql(before).collect().toSeq)).foreach { rows =>
-          val truth = withIndexEnabled(on = false)(sql(s"SELECT id, k, v FROM $table VERSION AS OF $firstSnapshot").collect().toSeq)
+          val truth = withIndexEnabled(on = false)(
+            sql(s"SELECT id, k, v FROM $table VERSION AS OF $firstSnapshot").collect().toSeq)
             .filter(_.getString(1) == "u-4321")
           assert(truth.size == 1 && sortRows(rows) == sortRows(truth), rows)
           info("with the index it answers, with the snapshot's rows")
@@ -152,7 +156,8 @@ class IcebergSuite extends AnyFunSuite with LakehouseSpark {
     // compaction: every file rewritten, none covered until a refresh, nothing lost meanwhile
     sql(s"CALL ice.system.rewrite_data_files(table => 'db.t', options => map('rewrite-all', 'true'))")
     val compacted = lookup("user_key = 'u-999'", cols = "id, user_key, v")
-    assert(compacted.on.size == 1 && compacted.skipping.forall(s => s.filesNotCovered == s.filesTotal), compacted.skipping)
+    assert(
+      compacted.on.size == 1 && compacted.skipping.forall(s => s.filesNotCovered == s.filesTotal), compacted.skipping)
     sql(s"REFRESH BLOOM INDEX iix ON $table")
     assert(lookup("user_key = 'u-999'", cols = "id, user_key, v").skipping.head.filesNotCovered == 0)
 
@@ -167,7 +172,8 @@ class IcebergSuite extends AnyFunSuite with LakehouseSpark {
     sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
     sql("CREATE TABLE ice.db.dist (id BIGINT, k STRING) USING iceberg TBLPROPERTIES ('format-version' = '2', " +
       "'write.distribution-mode' = 'none', 'read.data-planning-mode' = 'distributed')")
-    spark.range(0, 4000, 1, 40).selectExpr("id", "concat('d-', cast(id * 31 % 4000 as string)) as k").writeTo("ice.db.dist").append()
+    spark.range(0, 4000, 1, 40).selectExpr("id", "concat('d-', cast(id * 31 % 4000 as string)) as k").writeTo(
+      "ice.db.dist").append()
     sql("CREATE BLOOM INDEX dix ON ice.db.dist (k)")
     // Iceberg runs the manifests of a distributed plan as Spark jobs in this job group (SparkDistributedDataScan)
     def planningJobs: Int = spark.sparkContext.statusTracker.getJobIdsForGroup("DATA-PLANNING").length
@@ -179,7 +185,8 @@ class IcebergSuite extends AnyFunSuite with LakehouseSpark {
     }
     assert(skipping.size == 1 && skipping.head.filesTotal == 40 && skipping.head.filesKept <= 2, skipping)
     eventually(timeout(20.seconds), interval(100.millis)) {
-      assert(planningJobs > before, "the pruned read was planned locally although the table asks for distributed planning")
+      assert(planningJobs > before,
+        "the pruned read was planned locally although the table asks for distributed planning")
     }
     val o = compare(sql("SELECT id, k FROM ice.db.dist WHERE k IN ('d-62', 'd-63', 'absent')"))
     assert(o.on == o.off && o.on.size == 2 && o.kept <= 3 && o.skipped >= 37, o.skipping)
@@ -194,7 +201,8 @@ class IcebergSuite extends AnyFunSuite with LakehouseSpark {
     sql("CREATE TABLE ice.db.h (id BIGINT, k STRING) USING iceberg TBLPROPERTIES ('format-version' = '2', " +
       "'write.distribution-mode' = 'none', 'write.parquet.bloom-filter-enabled.column.k' = 'true', " +
       "'write.parquet.dict-size-bytes' = '64')")
-    spark.range(0, 6000, 1, 30).selectExpr("id", "concat('h-', cast(id * 31 % 6000 as string)) as k").writeTo("ice.db.h").append()
+    spark.range(0, 6000, 1, 30).selectExpr("id", "concat('h-', cast(id * 31 % 6000 as string)) as k").writeTo(
+      "ice.db.h").append()
     BloomIndexes.create(spark, TableRef.Catalog("ice.db.h"), "hx", Seq(ColumnSpec("k")), Map.empty, ifNotExists = false)
     val d = BloomIndexes.describe(spark, TableRef.Catalog("ice.db.h"), "hx")
     assert(d.filtersHarvested == d.rowGroupsCovered && d.filtersHarvested >= 30 && d.filtersScanned == 0, d)
@@ -205,10 +213,10 @@ class IcebergSuite extends AnyFunSuite with LakehouseSpark {
   test("differential fuzz: random predicates over every type on an Iceberg table with position deletes") {
     sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
     val (n, pruned, bothFailed) = fuzz(df => {
-      df.writeTo("ice.db.fz").tableProperty("format-version", "2").tableProperty("write.distribution-mode", "none")
-        .tableProperty("write.delete.mode", "merge-on-read").using("iceberg").create()
-      sql("DELETE FROM ice.db.fz WHERE id % 10 = 3")
-    }, () => spark.table("ice.db.fz"), TableRef.Catalog("ice.db.fz"), 20251125L)
+        df.writeTo("ice.db.fz").tableProperty("format-version", "2").tableProperty("write.distribution-mode", "none")
+          .tableProperty("write.delete.mode", "merge-on-read").using("iceberg").create()
+        sql("DELETE FROM ice.db.fz WHERE id % 10 = 3")
+      }, () => spark.table("ice.db.fz"), TableRef.Catalog("ice.db.fz"), 20251125L)
     info(s"$n random predicates, same rows with and without the index; $pruned pruned files; " +
       s"$bothFailed failed both with and without the index")
     assert(pruned > n / 10, s"only $pruned of $n queries pruned a file")

@@ -4,7 +4,8 @@ import org.apache.spark.sql.{DataFrame, SparkSession}
 
 /** A table with one column of every type a bloom filter supports, including -0.0, 0.0, NaN and NULLs. */
 object AllTypesData {
-  val columns: Seq[String] = Seq("b", "s", "i", "l", "f", "d", "str", "bin", "dt", "ts", "ntz", "dec_i", "dec_l", "dec_f")
+  val columns: Seq[String] =
+    Seq("b", "s", "i", "l", "f", "d", "str", "bin", "dt", "ts", "ntz", "dec_i", "dec_l", "dec_f")
 
   def frame(spark: SparkSession, rows: Int = 2000): DataFrame = spark.sql(
     s"""SELECT CAST(id % 200 - 100 AS TINYINT) AS b,
@@ -24,7 +25,8 @@ object AllTypesData {
        |FROM range($rows)
        |UNION ALL
        |SELECT NULL, NULL, NULL, NULL, f, d, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL
-       |FROM VALUES (CAST('-0.0' AS FLOAT), CAST('-0.0' AS DOUBLE)), (CAST(0.0 AS FLOAT), 0.0D), (CAST('NaN' AS FLOAT), CAST('NaN' AS DOUBLE)),
+       |FROM VALUES (CAST('-0.0' AS FLOAT), CAST('-0.0' AS DOUBLE)), (CAST(0.0 AS FLOAT), 0.0D),
+       |  (CAST('NaN' AS FLOAT), CAST('NaN' AS DOUBLE)),
        |  (NULL, NULL) AS special(f, d)
        |""".stripMargin)
 }

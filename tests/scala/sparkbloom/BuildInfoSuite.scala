@@ -20,7 +20,8 @@ class BuildInfoSuite extends AnyFunSuite {
     val Array(major, minor) = BuildInfo.sparkVersion.split('.').take(2).map(_.toInt)
     val other = s"$major.${minor + 1}.0"
     val why = BuildInfo.mismatch(other, scalaBin)
-    assert(why.exists(m => m.contains(s"built for Spark $major.$minor (Scala $scalaBin)") && m.contains(s"runs Spark $other")), why)
+    assert(why.exists(m =>
+        m.contains(s"built for Spark $major.$minor (Scala $scalaBin)") && m.contains(s"runs Spark $other")), why)
     assert(BuildInfo.mismatch(org.apache.spark.SPARK_VERSION, if (scalaBin == "2.13") "2.12" else "2.13").nonEmpty)
   }
 

@@ -27,9 +27,9 @@ object SparkWrittenFilters {
   def write(df: DataFrame, dir: File, columns: Seq[String], numBytes: Int,
             options: Map[String, String] = Map.empty): Map[String, Written] = {
     val writer = columns.foldLeft(df.coalesce(1).write.mode("overwrite")
-      .option("parquet.bloom.filter.max.bytes", numBytes.toString)
-      .option("parquet.enable.dictionary", "false")
-      .options(options)) { (w, c) => w.option(s"parquet.bloom.filter.enabled#$c", "true") }
+        .option("parquet.bloom.filter.max.bytes", numBytes.toString)
+        .option("parquet.enable.dictionary", "false")
+        .options(options)) { (w, c) => w.option(s"parquet.bloom.filter.enabled#$c", "true") }
     writer.parquet(dir.getAbsolutePath)
     read(parquetFile(dir))
   }
@@ -49,8 +49,9 @@ object SparkWrittenFilters {
       require(groups.size == 1, s"expected one row group, found ${groups.size}")
       val in = input.newStream()
       try groups.head.getColumns.asScala.flatMap { c =>
-        NativeFilterReader.read(in, input.getLength, c).map(f => c.getPath.toDotString -> Written(f, c.getPrimitiveType))
-      }.toMap
+          NativeFilterReader.read(in, input.getLength, c).map(f =>
+            c.getPath.toDotString -> Written(f, c.getPrimitiveType))
+        }.toMap
       finally in.close()
     } finally reader.close()
   }

@@ -58,7 +58,8 @@ object BloomConf {
     org.apache.spark.network.util.JavaUtils.byteStringAsBytes(s.conf.get(MinSkipPerExtraRead, "1m"))
   def buildFastPaths(s: SparkSession): Boolean = s.conf.get(BuildFastPaths, "true").toBoolean
   def harvest(s: SparkSession): Boolean = s.conf.get(Harvest, "true").toBoolean
-  def defaultFpp(s: SparkSession): Option[Double] = Option(s.conf.get(DefaultFpp, null)).filter(_.trim.nonEmpty).map(_.toDouble)
+  def defaultFpp(s: SparkSession): Option[Double] =
+    Option(s.conf.get(DefaultFpp, null)).filter(_.trim.nonEmpty).map(_.toDouble)
   def falseReadsPerKey(s: SparkSession): Double =
     s.conf.get(FalseReadsPerKey, DefaultFalseReadsPerKey.toString).toDouble
   def cacheMaxBytes(s: SparkSession): Long =

@@ -12,7 +12,8 @@ object BuildInfo {
   private lazy val props: Properties = {
     val p = new Properties()
     val in = getClass.getResourceAsStream("/sparkbloom/build.properties")
-    if (in != null) try p.load(in) finally in.close()
+    if (in != null) try p.load(in)
+    finally in.close()
     p
   }
 

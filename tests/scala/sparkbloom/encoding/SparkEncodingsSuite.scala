@@ -40,8 +40,10 @@ class SparkEncodingsSuite extends AnyFunSuite {
   }
 
   test("the legacy format writes every decimal as FIXED_LEN_BYTE_ARRAY") {
-    assert(writtenBy(DecimalType(5, 2), legacyDecimal = true).contains(ColumnEncoding.decimal("FIXED_LEN_BYTE_ARRAY", 5, 2, 3)))
-    assert(writtenBy(DecimalType(15, 2), legacyDecimal = true).contains(ColumnEncoding.decimal("FIXED_LEN_BYTE_ARRAY", 15, 2, 7)))
+    assert(writtenBy(DecimalType(5, 2), legacyDecimal = true).contains(ColumnEncoding.decimal("FIXED_LEN_BYTE_ARRAY", 5,
+      2, 3)))
+    assert(writtenBy(DecimalType(15, 2), legacyDecimal = true).contains(ColumnEncoding.decimal("FIXED_LEN_BYTE_ARRAY",
+      15, 2, 7)))
   }
 
   test("BOOLEAN and nested types have no encoding, with a reason that names the type") {

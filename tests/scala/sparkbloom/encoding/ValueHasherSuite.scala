@@ -20,7 +20,8 @@ class ValueHasherSuite extends AnyFunSuite {
   }
 
   test("integral types hash as the physical type of the column, not of the literal") {
-    for ((v, dt) <- Seq[(Any, DataType)]((7.toByte, ByteType), (7.toShort, ShortType), (7, IntegerType), (7L, LongType))) {
+    for ((v, dt) <-
+        Seq[(Any, DataType)]((7.toByte, ByteType), (7.toShort, ShortType), (7, IntegerType), (7L, LongType))) {
       assert(one(hashes(v, dt, ColumnEncoding.Int64)) == PlainHash.int64(7L), s"$dt into INT64")
     }
     for ((v, dt) <- Seq[(Any, DataType)]((7, IntegerType), (7L, LongType)))
@@ -60,7 +61,8 @@ class ValueHasherSuite extends AnyFunSuite {
   test("other floating values give their one hash") {
     assert(one(hashes(1.5f, FloatType, ColumnEncoding.Float)) == PlainHash.float(1.5f))
     assert(one(hashes(-2.25, DoubleType, ColumnEncoding.Double)) == PlainHash.double(-2.25))
-    assert(one(hashes(1.5f, FloatType, ColumnEncoding.Double)) == PlainHash.double(1.5), "float probed in a double column")
+    assert(one(hashes(1.5f, FloatType, ColumnEncoding.Double)) == PlainHash.double(1.5),
+      "float probed in a double column")
   }
 
   test("NaN is Keep for probing, in every bit pattern, but is hashed as its bits when written") {
@@ -110,18 +112,23 @@ class ValueHasherSuite extends AnyFunSuite {
 
   test("timestamps hash micros, millis when exact, or nanos, matching the column's UTC flag") {
     val micros = 1700000000123000L
-    assert(one(hashes(micros, TimestampType, ColumnEncoding.timestamp("MICROS", utc = true))) == PlainHash.int64(micros))
-    assert(one(hashes(micros, TimestampType, ColumnEncoding.timestamp("MILLIS", utc = true))) == PlainHash.int64(micros / 1000))
+    assert(one(hashes(micros, TimestampType, ColumnEncoding.timestamp("MICROS", utc = true))) ==
+      PlainHash.int64(micros))
+    assert(one(hashes(micros, TimestampType, ColumnEncoding.timestamp("MILLIS", utc = true))) ==
+      PlainHash.int64(micros / 1000))
     assert(hashes(micros + 1, TimestampType, ColumnEncoding.timestamp("MILLIS", utc = true)) eq Keep, "sub-millisecond")
-    assert(one(hashes(micros, TimestampType, ColumnEncoding.timestamp("NANOS", utc = true))) == PlainHash.int64(micros * 1000))
-    assert(one(hashes(micros, TimestampNTZType, ColumnEncoding.timestamp("MICROS", utc = false))) == PlainHash.int64(micros))
+    assert(one(hashes(micros, TimestampType, ColumnEncoding.timestamp("NANOS", utc = true))) ==
+      PlainHash.int64(micros * 1000))
+    assert(one(hashes(micros, TimestampNTZType, ColumnEncoding.timestamp("MICROS", utc = false))) ==
+      PlainHash.int64(micros))
     assert(hashes(micros, TimestampNTZType, ColumnEncoding.timestamp("MICROS", utc = true)) eq Keep)
     assert(hashes(micros, TimestampType, ColumnEncoding.timestamp("MICROS", utc = false)) eq Keep)
   }
 
   test("INT96 timestamps hash nanos-of-day and Julian day, also before 1970") {
     // 1970-01-01T00:00:00.000001Z: day 2440588, 1000 ns.
-    assert(one(hashes(1L, TimestampType, ColumnEncoding.Int96)) == PlainHash.bytes(hex("e803000000000000" + "8c3d2500")))
+    assert(one(hashes(1L, TimestampType, ColumnEncoding.Int96)) ==
+      PlainHash.bytes(hex("e803000000000000" + "8c3d2500")))
     // 1969-12-31T23:59:59.999999Z: day 2440587, 86399999999000 ns.
     val nanos = 86399999999000L
     val expected = PlainHash.int96(nanos, 2440587, new Array[Byte](12))
@@ -136,11 +143,15 @@ class ValueHasherSuite extends AnyFunSuite {
   private def dec(s: String, p: Int, sc: Int): Decimal = Decimal(BigDecimal(s), p, sc)
 
   test("decimals hash their unscaled value in the column's physical form") {
-    assert(one(hashes(dec("1.23", 5, 2), DecimalType(5, 2), ColumnEncoding.decimal("INT32", 5, 2))) == PlainHash.int32(123))
-    assert(one(hashes(dec("-1.23", 15, 2), DecimalType(15, 2), ColumnEncoding.decimal("INT64", 15, 2))) == PlainHash.int64(-123))
-    assert(one(hashes(dec("1.00", 10, 2), DecimalType(10, 2), ColumnEncoding.decimal("FIXED_LEN_BYTE_ARRAY", 10, 2, 5))) ==
+    assert(one(hashes(dec("1.23", 5, 2), DecimalType(5, 2), ColumnEncoding.decimal("INT32", 5, 2))) ==
+      PlainHash.int32(123))
+    assert(one(hashes(dec("-1.23", 15, 2), DecimalType(15, 2), ColumnEncoding.decimal("INT64", 15, 2))) ==
+      PlainHash.int64(-123))
+    assert(one(hashes(dec("1.00", 10, 2), DecimalType(10, 2),
+      ColumnEncoding.decimal("FIXED_LEN_BYTE_ARRAY", 10, 2, 5))) ==
       PlainHash.bytes(hex("0000000064")))
-    assert(one(hashes(dec("-1.23", 10, 2), DecimalType(10, 2), ColumnEncoding.decimal("FIXED_LEN_BYTE_ARRAY", 10, 2, 5))) ==
+    assert(one(hashes(dec("-1.23", 10, 2), DecimalType(10, 2),
+      ColumnEncoding.decimal("FIXED_LEN_BYTE_ARRAY", 10, 2, 5))) ==
       PlainHash.bytes(hex("ffffffff85")))
   }
 

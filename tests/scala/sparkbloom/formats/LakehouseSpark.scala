@@ -21,7 +21,8 @@ trait LakehouseSpark extends SparkSessionSuite {
 
   // The format's extension first, as sparkbloom.configure() orders them (Delta's scan is prepared by then).
   override protected def sparkConf: Map[String, String] =
-    formatConf(warehouse) + ("spark.sql.extensions" -> s"$formatExtension,${classOf[sparkbloom.SparkBloomExtensions].getName}")
+    formatConf(warehouse) +
+      ("spark.sql.extensions" -> s"$formatExtension,${classOf[sparkbloom.SparkBloomExtensions].getName}")
 
   /**
    * The differential fuzzer of `sparkbloom.reliability.DifferentialFuzzSuite` on a table of this format: the
@@ -53,11 +54,16 @@ trait LakehouseSpark extends SparkSessionSuite {
       (on, off) match {
         case (scala.util.Success((rowsOn, skip)), scala.util.Success(rowsOff)) =>
           if (skip.exists(s => s.filesKept < s.filesTotal)) pruned += 1
-          if (rowsOn != rowsOff) failures += s"REPRODUCER seed=$seed query=$q on $ref: $pred: ${rowsOn.size} rows with the index, ${rowsOff.size} without"
+          if (rowsOn != rowsOff) failures +=
+            s"REPRODUCER seed=$seed query=$q on $ref: $pred: ${rowsOn.size} rows with the index, ${rowsOff.size} " +
+              "without"
         case (scala.util.Failure(_), scala.util.Failure(_)) =>
-          bothFailed += 1 // Spark or the format fails this query by itself (e.g. Spark 4.0's V2 push-down log of a binary IN with NULL)
-        case (scala.util.Failure(e), _) => failures += s"REPRODUCER seed=$seed query=$q on $ref: $pred fails only with the index: $e"
-        case (_, scala.util.Failure(e)) => failures += s"REPRODUCER seed=$seed query=$q on $ref: $pred fails only without the index: $e"
+          // Spark or the format fails this query by itself (e.g. Spark 4.0's V2 push-down log of a binary IN with NULL)
+          bothFailed += 1
+        case (scala.util.Failure(e), _) => failures +=
+            s"REPRODUCER seed=$seed query=$q on $ref: $pred fails only with the index: $e"
+        case (_, scala.util.Failure(e)) => failures +=
+            s"REPRODUCER seed=$seed query=$q on $ref: $pred fails only without the index: $e"
       }
     }
     assert(bothFailed < n / 10, s"$bothFailed of $n queries fail even without the index")

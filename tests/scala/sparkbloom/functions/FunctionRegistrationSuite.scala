@@ -1,6 +1,5 @@
 package sparkbloom.functions
 
-
 import sparkbloom.testing.SparkSessionSuite
 
 /** The extension registers the four functions with their documentation, and the documented examples hold. */

@@ -16,21 +16,24 @@ class SbbfAggFunctionSuite extends SparkSessionSuite {
       val written = SparkWrittenFilters.write(df, dir, AllTypesData.columns, 8192)
       df.createOrReplaceTempView("all_types")
       for (c <- AllTypesData.columns)
-        assert(java.util.Arrays.equals(bytesOf(s"SELECT sbbf_agg($c, 8192) FROM all_types"), written(c).filter.toBytes), c)
+        assert(java.util.Arrays.equals(bytesOf(s"SELECT sbbf_agg($c, 8192) FROM all_types"), written(c).filter.toBytes),
+          c)
     }
   }
 
   test("sbbf_agg matches a filter parquet-java sized from an NDV (read back at the file's size)") {
     withTempDir { dir =>
       val df = sql("SELECT id * 31 AS v, concat('k', id) AS k FROM range(5000)")
-      val written = SparkWrittenFilters.write(df, dir, Seq("v", "k"), 1 << 20, options = Map(
-        "parquet.bloom.filter.expected.ndv#v" -> "5000", "parquet.bloom.filter.fpp#v" -> "0.01",
-        "parquet.bloom.filter.expected.ndv#k" -> "5000", "parquet.bloom.filter.fpp#k" -> "0.001"))
+      val written = SparkWrittenFilters.write(df, dir, Seq("v", "k"), 1 << 20,
+        options = Map(
+          "parquet.bloom.filter.expected.ndv#v" -> "5000", "parquet.bloom.filter.fpp#v" -> "0.01",
+          "parquet.bloom.filter.expected.ndv#k" -> "5000", "parquet.bloom.filter.fpp#k" -> "0.001"))
       df.createOrReplaceTempView("ndv_sized")
       for (c <- Seq("v", "k")) {
         val size = written(c).filter.numBytes
         assert(size < (1 << 20), s"$c was sized from its NDV")
-        assert(java.util.Arrays.equals(bytesOf(s"SELECT sbbf_agg($c, $size) FROM ndv_sized"), written(c).filter.toBytes), c)
+        assert(java.util.Arrays.equals(bytesOf(s"SELECT sbbf_agg($c, $size) FROM ndv_sized"),
+          written(c).filter.toBytes), c)
       }
     }
   }
@@ -46,7 +49,8 @@ class SbbfAggFunctionSuite extends SparkSessionSuite {
       assert(java.util.Arrays.equals(one, many), c)
       val expected = Sbbf.empty(4096)
       sql(s"SELECT $c FROM one_part").collect().foreach { r =>
-        expected.insert(if (c == "v") PlainHash.int64(r.getLong(0)) else PlainHash.bytes(r.getString(0).getBytes("UTF-8")))
+        expected.insert(
+          if (c == "v") PlainHash.int64(r.getLong(0)) else PlainHash.bytes(r.getString(0).getBytes("UTF-8")))
       }
       assert(java.util.Arrays.equals(one, expected.toBytes), s"$c equals the filter built locally")
     }
@@ -100,7 +104,8 @@ class SbbfAggFunctionSuite extends SparkSessionSuite {
   }
 
   test("floating zeros are inserted as written and NaN as its bits") {
-    val f = Sbbf.fromBytes(bytesOf("SELECT sbbf_agg(d, 32) FROM VALUES (CAST('-0.0' AS DOUBLE)), (CAST('NaN' AS DOUBLE)) AS t(d)"))
+    val f = Sbbf.fromBytes(
+      bytesOf("SELECT sbbf_agg(d, 32) FROM VALUES (CAST('-0.0' AS DOUBLE)), (CAST('NaN' AS DOUBLE)) AS t(d)"))
     assert(f.mightContain(PlainHash.double(-0.0)))
     assert(!f.mightContain(PlainHash.double(0.0)))
     assert(f.mightContain(PlainHash.double(Double.NaN)))

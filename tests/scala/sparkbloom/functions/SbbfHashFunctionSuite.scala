@@ -51,8 +51,12 @@ class SbbfHashFunctionSuite extends SparkSessionSuite {
     val ts = s"timestamp_micros($micros)"
     assert(hashOf(ts) == PlainHash.int96((micros % 86400000000L) * 1000, (micros / 86400000000L).toInt + 2440588,
       new Array[Byte](12)), "INT96 by default")
-    withSQLConf("spark.sql.parquet.outputTimestampType" -> "TIMESTAMP_MICROS") { assert(hashOf(ts) == PlainHash.int64(micros)) }
-    withSQLConf("spark.sql.parquet.outputTimestampType" -> "TIMESTAMP_MILLIS") { assert(hashOf(ts) == PlainHash.int64(micros / 1000)) }
+    withSQLConf("spark.sql.parquet.outputTimestampType" -> "TIMESTAMP_MICROS") {
+      assert(hashOf(ts) == PlainHash.int64(micros))
+    }
+    withSQLConf("spark.sql.parquet.outputTimestampType" -> "TIMESTAMP_MILLIS") {
+      assert(hashOf(ts) == PlainHash.int64(micros / 1000))
+    }
     assert(hashOf(s"CAST($ts AS TIMESTAMP_NTZ)") != null)
   }
 

@@ -16,19 +16,22 @@ class SbbfMightContainFunctionSuite extends SparkSessionSuite {
   }
 
   test("every inserted value is found") {
-    val missed = sql("SELECT count(*) FROM facts, filters WHERE NOT sbbf_might_contain(bv, v) OR NOT sbbf_might_contain(bs, s)")
+    val missed =
+      sql("SELECT count(*) FROM facts, filters WHERE NOT sbbf_might_contain(bv, v) OR NOT sbbf_might_contain(bs, s)")
     assert(missed.head().getLong(0) == 0)
   }
 
   test("absent values are almost always ruled out") {
-    val found = sql("SELECT count_if(sbbf_might_contain(bv, id * 3 + 1)), count_if(sbbf_might_contain(bs, concat('x', id))) " +
-      "FROM range(5000), filters").head()
+    val found =
+      sql("SELECT count_if(sbbf_might_contain(bv, id * 3 + 1)), count_if(sbbf_might_contain(bs, concat('x', id))) " +
+        "FROM range(5000), filters").head()
     // 2000 values in 128 blocks: the estimate is about 0.25%; 5000 probes should let through well under 2%.
     assert(found.getLong(0) < 100 && found.getLong(1) < 100, found)
   }
 
   test("a bitset from a scalar subquery can filter another table") {
-    val kept = sql("SELECT count(*) FROM range(6000) WHERE sbbf_might_contain((SELECT sbbf_agg(v, 4096) FROM facts), id)")
+    val kept =
+      sql("SELECT count(*) FROM range(6000) WHERE sbbf_might_contain((SELECT sbbf_agg(v, 4096) FROM facts), id)")
     val n = kept.head().getLong(0)
     assert(n >= 2000 && n < 2100, s"$n rows kept")
   }
@@ -49,7 +52,8 @@ class SbbfMightContainFunctionSuite extends SparkSessionSuite {
   }
 
   test("NaN is never ruled out, even by an empty filter") {
-    assert(answer("SELECT sbbf_might_contain(sbbf_agg(d, 32), CAST('NaN' AS DOUBLE)) FROM VALUES (1.0D) AS t(d)") == true)
+    assert(
+      answer("SELECT sbbf_might_contain(sbbf_agg(d, 32), CAST('NaN' AS DOUBLE)) FROM VALUES (1.0D) AS t(d)") == true)
     assert(answer(s"SELECT sbbf_might_contain(X'${"00" * 32}', CAST('NaN' AS FLOAT))") == true)
     assert(answer(s"SELECT sbbf_might_contain(X'${"00" * 32}', CAST(1 AS FLOAT))") == false)
   }
@@ -57,7 +61,8 @@ class SbbfMightContainFunctionSuite extends SparkSessionSuite {
   test("a bitset written by parquet-mr, as a literal, answers for its 14 strings") {
     val f = ParquetBloomFilter.deserialize(fixtureBytes("parquet-testing/bloom_filter.xxhash.bin"))
     val lit = s"X'${toHex(f.toBytes)}'"
-    for (v <- Seq("hello", "parquet", "bloom", "filter")) assert(answer(s"SELECT sbbf_might_contain($lit, '$v')") == true, v)
+    for (v <- Seq("hello", "parquet", "bloom", "filter"))
+      assert(answer(s"SELECT sbbf_might_contain($lit, '$v')") == true, v)
     for (v <- Seq("Hello", "world", "not_exists")) assert(answer(s"SELECT sbbf_might_contain($lit, '$v')") == false, v)
   }
 
@@ -68,6 +73,7 @@ class SbbfMightContainFunctionSuite extends SparkSessionSuite {
 
   test("a bitset of the wrong length from a column fails at run time with a clear message") {
     val e = intercept[Exception](sql("SELECT sbbf_might_contain(b, 1) FROM VALUES (X'0011') AS t(b)").collect())
-    assert(Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).exists(_.getMessage.contains("not an SBBF bitset")), e)
+    assert(Iterator.iterate[Throwable](e)(_.getCause).takeWhile(_ != null).exists(
+        _.getMessage.contains("not an SBBF bitset")), e)
   }
 }

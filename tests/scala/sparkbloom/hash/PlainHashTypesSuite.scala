@@ -15,7 +15,8 @@ class PlainHashTypesSuite extends AnyFunSuite {
   }
 
   test("INT64 values hash their 8 little-endian bytes") {
-    val rows = Seq(0L -> "34c96acdcadb1bbb", 1L -> "9f29cb17a2a49995", -1L -> "85d136adb773c6c9", 42L -> "b556806fb6d14353",
+    val rows = Seq(0L -> "34c96acdcadb1bbb", 1L -> "9f29cb17a2a49995", -1L -> "85d136adb773c6c9",
+      42L -> "b556806fb6d14353",
       Long.MaxValue -> "ff70cc60366e770c", Long.MinValue -> "3f425eacf01544e0")
     for ((v, h) <- rows) assert(PlainHash.int64(v) == u64(h), s"INT64 $v")
     assert(PlainHash.int64(42L) == PlainHash.bytes(hex("2a00000000000000")))
@@ -67,7 +68,7 @@ class PlainHashTypesSuite extends AnyFunSuite {
       val bits = 8 * len - 1
       val v = if (bits >= 63) rnd.nextLong() else rnd.nextLong() % (1L << bits)
       assert(PlainHash.fixedDecimal(v, len, new Array[Byte](len)) ==
-        PlainHash.fixedDecimal(java.math.BigInteger.valueOf(v), len).get, s"$v in $len bytes")
+          PlainHash.fixedDecimal(java.math.BigInteger.valueOf(v), len).get, s"$v in $len bytes")
     }
   }
 

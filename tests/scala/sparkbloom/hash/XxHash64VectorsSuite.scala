@@ -10,12 +10,15 @@ import sparkbloom.TestSupport.u64
 /** xxHash64 (seed 0) known answers from vectors.md §2, all through PlainHash.bytes. */
 class XxHash64VectorsSuite extends AnyFunSuite {
 
-  /** The xxHash project's sanity buffer: byteGen starts at PRIME32 (2654435761) and is multiplied by 11400714785074694797 per byte. */
+  /**
+   * The xxHash project's sanity buffer: byteGen starts at PRIME32 (2654435761) and is multiplied by
+   * 11400714785074694797 per byte.
+   */
   private def sanityBuffer(len: Int): Array[Byte] = {
     val out = new Array[Byte](len)
     var gen = 2654435761L
     var i = 0
-    while (i < len) { out(i) = (gen >>> 56).toByte; gen *= 0x9E3779B185EBCA8DL; i += 1 }
+    while (i < len) { out(i) = (gen >>> 56).toByte; gen *= 0x9e3779b185ebca8dL; i += 1 }
     out
   }
 

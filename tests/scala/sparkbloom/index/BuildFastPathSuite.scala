@@ -97,32 +97,38 @@ class BuildFastPathSuite extends SparkSessionSuite {
       val (d0, p0, r0) = counters()
       create(dir, "fast", cols, fastPaths = true)
       val (d1, p1, r1) = counters()
-      assert(d1 - d0 == cols.flatMap(c => ways(dir, c)).count(_ == 'd'), "every dictionary-only chunk took the dictionary path")
+      assert(d1 - d0 == cols.flatMap(c => ways(dir, c)).count(_ == 'd'),
+        "every dictionary-only chunk took the dictionary path")
       assert(p1 - p0 == cols.flatMap(c => ways(dir, c)).count(_ == 'p'), "every PLAIN chunk took the page path")
       create(dir, "slow", cols, fastPaths = false)
       val (d2, p2, r2) = counters()
-      assert(d2 == d1 && p2 == p1 && r2 - r1 == cols.flatMap(c => ways(dir, c)).size, "fastPaths=false: the column reader only")
+      assert(d2 == d1 && p2 == p1 && r2 - r1 == cols.flatMap(c => ways(dir, c)).size,
+        "fastPaths=false: the column reader only")
       assertSameIndex(dir, cols, "fast", "slow")
       val df = spark.read.parquet(dir)
       for (q <- Seq(df.where(col("lc") === "k7"), df.where(col("li") === 3), df.where(col("str") === "värde-1234"),
-                    df.where(col("l") === 42L * 10000000019L - 42), df.where(col("lc") === "absent"))) {
+          df.where(col("l") === 42L * 10000000019L - 42), df.where(col("lc") === "absent"))) {
         val o = compare(q)
         assert(o.on == o.off)
       }
     }
   }
 
-  test("harvest first: files with native filters in one job, the rest scanned with the same sizing as without harvest") {
+  test(
+    "harvest first: files with native filters in one job, the rest scanned with the same sizing as without harvest") {
     val dir = tempDir("harvest") + "/t"
     def part(from: Long, native: Boolean): Unit = {
       val w = spark.range(from, from + 4000, 1, 4).select(col("id"), concat(lit("v"), col("id").cast("string")).as("s"))
         .write.mode("append")
-      (if (native) w.option("parquet.bloom.filter.enabled", "true").option("parquet.bloom.filter.expected.ndv#id", "1000")
-        .option("parquet.bloom.filter.expected.ndv#s", "1000") else w).parquet(dir)
+      (if (native)
+         w.option("parquet.bloom.filter.enabled", "true").option("parquet.bloom.filter.expected.ndv#id", "1000")
+           .option("parquet.bloom.filter.expected.ndv#s", "1000")
+       else w).parquet(dir)
     }
     part(0, native = true); part(100000, native = false)
     val cols = Seq("id", "s")
-    val harvested = BloomIndexes.create(spark, TableRef.Path(dir), "h", cols.map(ColumnSpec(_)), Map.empty, ifNotExists = false)
+    val harvested =
+      BloomIndexes.create(spark, TableRef.Path(dir), "h", cols.map(ColumnSpec(_)), Map.empty, ifNotExists = false)
     spark.conf.set("spark.sparkbloom.harvest.enabled", "false")
     try BloomIndexes.create(spark, TableRef.Path(dir), "s", cols.map(ColumnSpec(_)), Map.empty, ifNotExists = false)
     finally spark.conf.unset("spark.sparkbloom.harvest.enabled")
@@ -133,7 +139,8 @@ class BuildFastPathSuite extends SparkSessionSuite {
       val rgH = h.layout.firstRg(f); val rgS = sc.layout.firstRg(sc.layout.fileIndex.get(h.layout.paths(f)))
       val ch = h.layout.column(col).get
       if (ch.source(rgH) == ColumnSlice.sourceId("scan")) {
-        assert(java.util.Arrays.equals(filterBytes(h, col, rgH), filterBytes(sc, col, rgS)), s"$col ${h.layout.paths(f)}")
+        assert(java.util.Arrays.equals(filterBytes(h, col, rgH), filterBytes(sc, col, rgS)),
+          s"$col ${h.layout.paths(f)}")
         assert(ch.ndv(rgH) == sc.layout.column(col).get.ndv(rgS) && ch.fpp(rgH) == sc.layout.column(col).get.fpp(rgS))
       } else assert(ch.source(rgH) == ColumnSlice.sourceId("harvest"))
     }
@@ -146,27 +153,34 @@ class BuildFastPathSuite extends SparkSessionSuite {
   test("the unrolled observed FPP equals the per-word product it replaced, to the bit") {
     val rnd = new scala.util.Random(9)
     for (blocks <- Seq(1, 7, 64, 1000); density <- Seq(0.05, 0.3, 0.9)) {
-      val words = Array.fill(blocks * 8)((0 until 32).foldLeft(0)((w, i) => if (rnd.nextDouble() < density) w | (1 << i) else w))
+      val words =
+        Array.fill(blocks * 8)((0 until 32).foldLeft(0)((w, i) => if (rnd.nextDouble() < density) w | (1 << i) else w))
       var sum = 0.0
-      for (b <- 0 until blocks) { var p = 1.0; for (w <- 0 until 8) p *= Integer.bitCount(words(b * 8 + w)) / 32.0; sum += p }
-      assert(java.lang.Double.doubleToRawLongBits(Sbbf.wrap(words).observedFpp) ==
-        java.lang.Double.doubleToRawLongBits(sum / blocks), s"$blocks blocks, density $density")
+      for (b <- 0 until blocks) {
+        var p = 1.0; for (w <- 0 until 8) p *= Integer.bitCount(words(b * 8 + w)) / 32.0; sum += p
+      }
+      assert(
+        java.lang.Double.doubleToRawLongBits(Sbbf.wrap(words).observedFpp) ==
+          java.lang.Double.doubleToRawLongBits(sum / blocks), s"$blocks blocks, density $density")
     }
   }
 
-  test("a chunk mixing dictionary and PLAIN pages (dictionary fallback) takes the column reader and finds every value") {
+  test(
+    "a chunk mixing dictionary and PLAIN pages (dictionary fallback) takes the column reader and finds every value") {
     val dir = tempDir("mixed") + "/t"
     val n = 20000
     // Repeating values first (dictionary pages), then unique ones overflow the small dictionary: PLAIN pages.
     spark.range(0, n, 1, 1)
-      .select(col("id"), when(col("id") < n / 2, concat(lit("k"), (col("id") % 10).cast("string")))
-        .otherwise(concat(lit("unique-value-"), col("id").cast("string"))).as("s"))
+      .select(col("id"),
+        when(col("id") < n / 2, concat(lit("k"), (col("id") % 10).cast("string")))
+          .otherwise(concat(lit("unique-value-"), col("id").cast("string"))).as("s"))
       .coalesce(1)
       .write.option("parquet.dictionary.page.size", "4096").option("parquet.page.size", "2048")
       .option("parquet.page.size.row.check.min", "10").option("parquet.page.size.row.check.max", "100")
       .parquet(dir)
     val conf = spark.sessionState.newHadoopConf()
-    val file = new Path(dir).getFileSystem(conf).listStatus(new Path(dir)).map(_.getPath).filter(_.getName.endsWith(".parquet")).head
+    val file = new Path(dir).getFileSystem(conf).listStatus(new Path(dir)).map(_.getPath).filter(
+      _.getName.endsWith(".parquet")).head
     val stats = Footers.read(conf, file).chunk(0, "s").get.meta.getEncodingStats
     assert(stats.hasDictionaryEncodedPages && stats.hasNonDictionaryEncodedPages,
       s"the writer fell back from the dictionary: ${stats.getDataEncodings.asScala}")

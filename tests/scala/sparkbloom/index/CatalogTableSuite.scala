@@ -9,7 +9,8 @@ import sparkbloom.testing.SparkSessionSuite
 class CatalogTableSuite extends SparkSessionSuite {
 
   test("a partitioned catalog table USING parquet skips files through SQL, and EXPLAIN shows the bloom index") {
-    spark.range(0, 8000, 1, 8).select(col("id"), (col("id") % 4).as("part"), sha2(col("id").cast("string"), 256).as("h"))
+    spark.range(0, 8000, 1, 8).select(col("id"), (col("id") % 4).as("part"),
+      sha2(col("id").cast("string"), 256).as("h"))
       .write.partitionBy("part").format("parquet").saveAsTable("events")
     spark.sql("CREATE BLOOM INDEX ix ON events (id, h)").collect()
     val o = compare(spark.sql("SELECT id, part FROM events WHERE id = 4242"))

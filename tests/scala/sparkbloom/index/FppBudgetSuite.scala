@@ -39,7 +39,8 @@ class FppBudgetSuite extends SparkSessionSuite {
   /** Mean number of row groups an absent key keeps, over `keys` absent keys: the measured false reads per key. */
   private def measuredFalseReads(index: IndexVersion, keys: Int = 2000): Double = {
     val probe = new SlicedProbe(index.layout, Probers.forVersion(spark, index, new Probers.Counters))
-    val kept = (0 until keys).map(i => probe.mightMatch(BloomPredicate.In("id", LongType, Seq(-1000000000L - i * 7919L))).cardinality())
+    val kept = (0 until keys).map(i =>
+      probe.mightMatch(BloomPredicate.In("id", LongType, Seq(-1000000000L - i * 7919L))).cardinality())
     kept.sum.toDouble / keys
   }
 
@@ -61,14 +62,16 @@ class FppBudgetSuite extends SparkSessionSuite {
   test("by default an index keeps the false reads per key within 0.1 over the whole table, as measured") {
     val dir = tempDir("budget") + "/t"
     writeTable(dir, Files_)
-    val d = BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id"), ColumnSpec("s")), Map.empty, ifNotExists = false)
+    val d = BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id"), ColumnSpec("s")), Map.empty,
+      ifNotExists = false)
     assert(d.falseReadsPerKey.contains(0.1) && d.fpp.isEmpty)
     val id = stats(d, "id")
     assert(id.rowGroups == Files_ && id.distinctValues == Files_ * RowsPerFile)
     // Rounding block counts up only lowers it; 1.25x the bits at most cannot make it drop below ~0.02.
     assert(id.expectedFalseReadsPerKey <= 0.1 && id.expectedFalseReadsPerKey > 0.02, id.toString)
     val measured = measuredFalseReads(loaded(dir))
-    assert(math.abs(measured - id.expectedFalseReadsPerKey) < 0.04, s"measured $measured, expected ${id.expectedFalseReadsPerKey}")
+    assert(math.abs(measured - id.expectedFalseReadsPerKey) < 0.04,
+      s"measured $measured, expected ${id.expectedFalseReadsPerKey}")
     // Lookups agree with the index off; an absent key reads (almost always) nothing.
     val df = spark.read.parquet(dir)
     val hit = compare(df.where(col("id") === 31337L))
@@ -83,7 +86,8 @@ class FppBudgetSuite extends SparkSessionSuite {
   test("an explicit fpp still means per row group: false reads grow as row groups × fpp") {
     val dir = tempDir("fixed") + "/t"
     writeTable(dir, Files_)
-    val d = BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id")), Map("fpp" -> "0.01"), ifNotExists = false)
+    val d = BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id")), Map("fpp" -> "0.01"),
+      ifNotExists = false)
     val e = stats(d, "id").expectedFalseReadsPerKey
     assert(e > 0.3 && e <= 1.0, s"$e") // 100 row groups at ≤ 1% (block counts rounded up)
     assert(math.abs(measuredFalseReads(loaded(dir)) - e) < 0.2)
@@ -117,8 +121,9 @@ class FppBudgetSuite extends SparkSessionSuite {
     val dir = tempDir("ceiling") + "/t"
     writeTable(dir, Files_)
     spark.conf.set("spark.sparkbloom.maxBitsPerValue", "8")
-    val d = try BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id")), Map.empty, ifNotExists = false)
-      finally spark.conf.unset("spark.sparkbloom.maxBitsPerValue")
+    val d = try
+      BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id")), Map.empty, ifNotExists = false)
+    finally spark.conf.unset("spark.sparkbloom.maxBitsPerValue")
     val id = stats(d, "id")
     assert(id.rowGroupsAtCeiling == Files_)
     assert(id.expectedFalseReadsPerKey > 1.0, id.toString)
@@ -131,17 +136,22 @@ class FppBudgetSuite extends SparkSessionSuite {
   test("SQL: false_reads_per_key per index and per column; fpp and the budget exclude each other") {
     val dir = tempDir("sql") + "/t"
     writeTable(dir, 4)
-    spark.sql(s"CREATE BLOOM INDEX a ON parquet.`$dir` (id OPTIONS (fpp = 0.001), s) OPTIONS (false_reads_per_key = 0.02)")
+    spark.sql(
+      s"CREATE BLOOM INDEX a ON parquet.`$dir` (id OPTIONS (fpp = 0.001), s) OPTIONS (false_reads_per_key = 0.02)")
     val d = BloomIndexes.describe(spark, TableRef.Path(dir), "a")
     assert(d.policies == Seq("fpp=0.001 per row group", "false_reads_per_key=0.02"))
     assert(stats(d, "s").expectedFalseReadsPerKey <= 0.02)
-    val both = intercept[AnalysisException](spark.sql(s"CREATE BLOOM INDEX b ON parquet.`$dir` (id) OPTIONS (fpp = 0.01, false_reads_per_key = 0.1)"))
+    val both = intercept[AnalysisException](
+      spark.sql(s"CREATE BLOOM INDEX b ON parquet.`$dir` (id) OPTIONS (fpp = 0.01, false_reads_per_key = 0.1)"))
     assert(both.getMessage.contains("either fpp") && both.getMessage.contains("false_reads_per_key"))
-    val col = intercept[AnalysisException](spark.sql(s"CREATE BLOOM INDEX b ON parquet.`$dir` (id OPTIONS (fpp = 0.01, false_reads_per_key = 0.1))"))
+    val col = intercept[AnalysisException](
+      spark.sql(s"CREATE BLOOM INDEX b ON parquet.`$dir` (id OPTIONS (fpp = 0.01, false_reads_per_key = 0.1))"))
     assert(col.getMessage.contains("Column id"))
-    val neg = intercept[AnalysisException](spark.sql(s"CREATE BLOOM INDEX b ON parquet.`$dir` (id) OPTIONS (false_reads_per_key = 0)"))
+    val neg = intercept[AnalysisException](
+      spark.sql(s"CREATE BLOOM INDEX b ON parquet.`$dir` (id) OPTIONS (false_reads_per_key = 0)"))
     assert(neg.getMessage.contains("false_reads_per_key must be a positive number"))
-    assert(BloomIndexes.list(spark, TableRef.Path(dir)).map(_.name) == Seq("a"), "nothing was written for the failed statements")
+    assert(BloomIndexes.list(spark, TableRef.Path(dir)).map(_.name) == Seq("a"),
+      "nothing was written for the failed statements")
   }
 
   test("Databricks' fpp keeps its per-file meaning") {
@@ -158,15 +168,18 @@ class FppBudgetSuite extends SparkSessionSuite {
   test("an index written before the budget existed keeps its per-row-group fpp, loads and refreshes") {
     val dir = tempDir("legacy") + "/t"
     writeTable(dir, 10)
-    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id")), Map("fpp" -> "0.01"), ifNotExists = false)
+    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id")), Map("fpp" -> "0.01"),
+      ifNotExists = false)
     // Rewrite the commit as the first release wrote it: fpp a number on the index and on every column,
     // none of the fields added since.
     val indexDir = IndexManager.indexDir(spark, BloomIndexes.resolve(spark, TableRef.Path(dir)), "ix")
     val commit = Paths.get(new Path(indexDir, "_commits/1.json").toUri)
-    val json = IndexStore.mapper.readTree(Files.readAllBytes(commit)).asInstanceOf[com.fasterxml.jackson.databind.node.ObjectNode]
+    val json = IndexStore.mapper.readTree(Files.readAllBytes(commit)).asInstanceOf[
+      com.fasterxml.jackson.databind.node.ObjectNode]
     Seq("falseReadsPerKey", "fppScope", "maxBitsPerValue", "columnStats").foreach(json.remove)
     json.get("columns").elements().forEachRemaining { c =>
-      val o = c.asInstanceOf[com.fasterxml.jackson.databind.node.ObjectNode]; o.remove("falseReadsPerKey"); o.remove("fppScope")
+      val o = c.asInstanceOf[com.fasterxml.jackson.databind.node.ObjectNode]; o.remove("falseReadsPerKey");
+      o.remove("fppScope")
     }
     Files.write(commit, IndexStore.mapper.writeValueAsBytes(json))
     IndexStore.invalidate(indexDir)

@@ -36,7 +36,8 @@ class PathStoreSuite extends AnyFunSuite {
   }
 
   test("many paths: all found after a layout round trip, none of the absent ones") {
-    val many = (0 until 50000).map(i => f"s3a://bucket/warehouse/db/t/part-$i%05d-${i * 7919 % 10007}%05d.parquet").toArray.sorted
+    val many = (0 until 50000).map(i =>
+      f"s3a://bucket/warehouse/db/t/part-$i%05d-${i * 7919 % 10007}%05d.parquet").toArray.sorted
     val s = PathStore(many)
     many.indices.foreach(i => assert(s.get(many(i)) == i))
     (0 until 1000).foreach(i => assert(s.get(f"s3a://bucket/warehouse/db/t/part-$i%05d-99999.parquet") == -1))

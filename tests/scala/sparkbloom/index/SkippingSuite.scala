@@ -14,7 +14,8 @@ class SkippingSuite extends SparkSessionSuite {
       .select(col("id"), concat(lit("user-"), col("id")).as("email"), (col("id") % 7).cast("int").as("bucket"),
         when(col("id") % 1000 === 0, lit(null)).otherwise(col("id") * 1.5).as("score"))
       .write.parquet(dir)
-    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id"), ColumnSpec("email"), ColumnSpec("score")),
+    BloomIndexes.create(spark, TableRef.Path(dir), "ix",
+      Seq(ColumnSpec("id"), ColumnSpec("email"), ColumnSpec("score")),
       Map.empty, ifNotExists = false)
     dir
   }
@@ -99,11 +100,13 @@ class SkippingSuite extends SparkSessionSuite {
       try {
         val o = compare(spark.read.parquet(dir).where(col("h").isin(hs: _*)))
         assert(o.on == o.off && o.on.size == 3, threshold)
-        assert(o.skipping.head.rowGroupsKept <= 3 && o.skipping.head.rowGroupsTotal > 6 && o.filesRead == 1, (threshold, o.skipping))
+        assert(o.skipping.head.rowGroupsKept <= 3 && o.skipping.head.rowGroupsTotal > 6 && o.filesRead == 1,
+          (threshold, o.skipping))
         val q = spark.read.parquet(dir).where(col("h").isin(hs: _*))
         q.collect()
         collect(q.queryExecution.executedPlan) { case s: org.apache.spark.sql.execution.FileSourceScanExec =>
-          s.metrics("numOutputRows").value }.sum
+          s.metrics("numOutputRows").value
+        }.sum
       } finally spark.conf.unset("spark.sparkbloom.rowGroupPruning.minSkipPerExtraRead")
     }
     // Spark cuts the file into splits; a split holding several kept row groups is read whole with "1g" (the
@@ -118,10 +121,12 @@ class SkippingSuite extends SparkSessionSuite {
     val dir = tempDir("rgrow") + "/t"
     spark.range(0, 100000, 1, 1).select(col("id"), sha2(col("id").cast("string"), 256).as("h"))
       .write.option("parquet.block.size", 128 * 1024).parquet(dir)
-    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("h"), ColumnSpec("id")), Map.empty, ifNotExists = false)
+    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("h"), ColumnSpec("id")), Map.empty,
+      ifNotExists = false)
     spark.conf.set("spark.sql.parquet.enableVectorizedReader", "false")
     try {
-      val hs = spark.read.parquet(dir).where(col("id").isin(5L, 50005L, 99999L)).select("h").collect().map(_.getString(0))
+      val hs =
+        spark.read.parquet(dir).where(col("id").isin(5L, 50005L, 99999L)).select("h").collect().map(_.getString(0))
       val o = compare(spark.read.parquet(dir).where(col("h").isin(hs: _*)))
       assert(o.on == o.off && o.on.size == 3)
       assert(o.skipping.head.rowGroupsKept <= 3 && o.skipping.head.rowGroupsTotal > 3, o.skipping)
@@ -146,7 +151,8 @@ class SkippingSuite extends SparkSessionSuite {
 
   test("INT96 timestamps prune, except when Spark's int96TimestampConversion shifts them on read") {
     val dir = tempDir("int96") + "/t"
-    spark.range(0, 400, 1, 4).selectExpr("id", "timestamp_seconds(id * 3600) as ts").write.parquet(dir) // INT96 by default
+    spark.range(0, 400, 1, 4).selectExpr("id", "timestamp_seconds(id * 3600) as ts").write.parquet(
+      dir) // INT96 by default
     BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("ts")), Map.empty, ifNotExists = false)
     val ts = spark.read.parquet(dir).where(col("id") === 123L).select("ts").head().getTimestamp(0)
     val pruned = compare(spark.read.parquet(dir).where(col("ts") === lit(ts)))

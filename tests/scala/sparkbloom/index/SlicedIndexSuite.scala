@@ -8,14 +8,16 @@ import sparkbloom.index.sliced.IndexCache
 import sparkbloom.testing.SparkSessionSuite
 
 /**
- * The block-sliced index: what a lookup reads, the cache bound and the distributed probe, and REFRESH reusing the previous version's segments. Every answer is compared
+ * The block-sliced index: what a lookup reads, the cache bound and the distributed probe, and REFRESH reusing the
+ * previous version's segments. Every answer is compared
  * with the index switched off.
  */
 class SlicedIndexSuite extends SparkSessionSuite {
   private lazy val table: String = {
     val dir = tempDir("sliced") + "/t"
     spark.range(0, 40000, 1, 40).select(col("id"), concat(lit("u-"), col("id")).as("s")).write.parquet(dir)
-    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id"), ColumnSpec("s")), Map.empty, ifNotExists = false)
+    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id"), ColumnSpec("s")), Map.empty,
+      ifNotExists = false)
     dir
   }
   private def version(dir: String): IndexVersion = {
@@ -31,7 +33,8 @@ class SlicedIndexSuite extends SparkSessionSuite {
     IndexCache.clear()
     val cold = compare(spark.read.parquet(table).where(col("id") === 12345L))
     assert(cold.on == cold.off && cold.on.size == 1 && cold.filesRead == 1)
-    assert(cold.skipping.head.indexBytesRead == segs.map(_.runBytes.toLong).sum, s"${cold.skipping.head} vs ${segs.toSeq}")
+    assert(cold.skipping.head.indexBytesRead == segs.map(_.runBytes.toLong).sum,
+      s"${cold.skipping.head} vs ${segs.toSeq}")
     assert(cold.skipping.head.indexBytesRead <= 32L * 40 * 1, "32 bytes per row group and value")
     val warm = compare(spark.read.parquet(table).where(col("id") === 12345L))
     assert(warm.on == warm.off && warm.skipping.head.indexBytesRead == 0)
@@ -46,7 +49,8 @@ class SlicedIndexSuite extends SparkSessionSuite {
     assert(o.skipping.head.filesKept >= holding && o.skipping.head.filesKept <= holding + 1, o.skipping.head)
   }
 
-  test("a lookup whose runs do not fit spark.sparkbloom.cache.maxBytes is probed by a Spark job, with the same answer") {
+  test(
+    "a lookup whose runs do not fit spark.sparkbloom.cache.maxBytes is probed by a Spark job, with the same answer") {
     val local = compare(spark.read.parquet(table).where(col("s").isin("u-5", "u-20001", "nope")))
     spark.conf.set("spark.sparkbloom.cache.maxBytes", "64")
     try {
@@ -65,7 +69,8 @@ class SlicedIndexSuite extends SparkSessionSuite {
     spark.range(0, 2000, 1, 4).select(col("id"), concat(lit("u-"), col("id")).as("s")).write.parquet(dir)
     BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id")), Map.empty, ifNotExists = false)
     val v1 = version(dir)
-    spark.range(9000, 9500, 1, 1).select(col("id"), concat(lit("u-"), col("id")).as("s")).write.mode("append").parquet(dir)
+    spark.range(9000, 9500, 1, 1).select(col("id"), concat(lit("u-"), col("id")).as("s")).write.mode("append").parquet(
+      dir)
     BloomIndexes.refresh(spark, TableRef.Path(dir), "ix", full = false)
     val v2 = version(dir)
     assert(v1.layout.segments.map(_.file).toSet.subsetOf(v2.layout.segments.map(_.file).toSet))
@@ -78,19 +83,23 @@ class SlicedIndexSuite extends SparkSessionSuite {
     }
   }
 
-  test("two indexes on one table, covering different files: a row group is skipped only when every index covering it says so") {
+  test(
+    "two indexes on one table, covering different files: a row group is skipped only when every index covering it " +
+      "says so") {
     val dir = tempDir("two") + "/t"
     spark.range(0, 8000, 1, 8).select(col("id"), concat(lit("u-"), col("id")).as("s")).write
       .option("parquet.block.size", 16384).parquet(dir)
     BloomIndexes.create(spark, TableRef.Path(dir), "by_s", Seq(ColumnSpec("s")), Map.empty, ifNotExists = false)
-    spark.range(8000, 9000, 1, 1).select(col("id"), concat(lit("u-"), col("id")).as("s")).write.mode("append").parquet(dir)
+    spark.range(8000, 9000, 1, 1).select(col("id"), concat(lit("u-"), col("id")).as("s")).write.mode("append").parquet(
+      dir)
     BloomIndexes.create(spark, TableRef.Path(dir), "by_id", Seq(ColumnSpec("id")), Map.empty, ifNotExists = false)
-    val queries = Seq( // (query, an index applies)
-      (col("id") === 4321L && col("s") === "u-4321", true),   // both indexes, same file
-      (col("id") === 4321L && col("s") === "u-1234", true),   // each index says yes to a different file: nothing
-      (col("id") === 8500L || col("s") === "u-10", false),    // neither index answers an OR across columns: all read
-      (col("id") === 8500L && col("s") === "u-8500", true),   // appended file: only by_id covers it
-      (col("id").isin(5L, 7005L, 99999L), true))
+    val queries =
+      Seq( // (query, an index applies)
+        (col("id") === 4321L && col("s") === "u-4321", true), // both indexes, same file
+        (col("id") === 4321L && col("s") === "u-1234", true), // each index says yes to a different file: nothing
+        (col("id") === 8500L || col("s") === "u-10", false), // neither index answers an OR across columns: all read
+        (col("id") === 8500L && col("s") === "u-8500", true), // appended file: only by_id covers it
+        (col("id").isin(5L, 7005L, 99999L), true))
     for ((q, applies) <- queries) {
       val o = compare(spark.read.parquet(dir).where(q))
       assert(o.on == o.off, q.toString)

@@ -123,7 +123,8 @@ class NativeFilterFixturesSuite extends AnyFunSuite {
     val file = "parquet-testing/data_index_bloom_encoding_with_length.parquet"
     val length = HadoopInputFile.fromPath(path(file), conf).getLength
     val cases = Seq((-1L, Some(2064)), (length, Some(16)), (length + 100, None), (253L, Some(0)), (253L, Some(-5)),
-      (253L, Some(Int.MaxValue)), (length - 10, None), (253L, Some(2063)), (253L, Some(2065)), (0L, None), (0L, Some(2064)))
+      (253L, Some(Int.MaxValue)), (length - 10, None), (253L, Some(2063)), (253L, Some(2065)), (0L, None),
+      (0L, Some(2064)))
     for ((offset, len) <- cases)
       intercept[InvalidBloomFilterException](NativeFilterReader.read(conf, path(file), offset, len))
     assert(NativeFilterReader.read(conf, path(file), 253, Some(2064)).numBytes == 2048)
@@ -137,12 +138,14 @@ class NativeFilterFixturesSuite extends AnyFunSuite {
       meta.getDictionaryPageOffset, meta.getValueCount, meta.getTotalSize, meta.getTotalUncompressedSize)
     val file = HadoopInputFile.fromPath(path("parquet-testing/data_index_bloom_encoding_stats.parquet"), conf)
     val in = file.newStream()
-    try assert(NativeFilterReader.read(in, file.getLength, copy).isEmpty) finally in.close()
+    try assert(NativeFilterReader.read(in, file.getLength, copy).isEmpty)
+    finally in.close()
   }
 
   private val rowsCache = scala.collection.mutable.Map.empty[String, Seq[Seq[org.apache.parquet.example.data.Group]]]
 
-  private def hashesOf(file: String, c: Chunk): Seq[Long] = rowsCache.getOrElseUpdate(file, rowsByRowGroup(file))(c.rowGroup).map { g =>
+  private def hashesOf(file: String, c: Chunk): Seq[Long] = rowsCache.getOrElseUpdate(file, rowsByRowGroup(file))(
+    c.rowGroup).map { g =>
     c.column match {
       case "r" => PlainHash.int64(g.getLong("r", 0))
       case "r_int32" => PlainHash.int32(g.getInteger("r_int32", 0))
@@ -171,7 +174,8 @@ class NativeFilterFixturesSuite extends AnyFunSuite {
     for (c <- later) {
       val len = NativeFilterReader.storedLength(c.meta)
       assert(len.contains(47))
-      intercept[InvalidBloomFilterException](NativeFilterReader.read(conf, path(file), c.meta.getBloomFilterOffset, len))
+      intercept[InvalidBloomFilterException](NativeFilterReader.read(conf, path(file), c.meta.getBloomFilterOffset,
+        len))
       val f = NativeFilterReader.read(conf, path(file), c.meta.getBloomFilterOffset + 2, len)
       assert(f.numBytes == 32)
       assert(hashesOf(file, c).forall(f.mightContain), s"row group ${c.rowGroup} ${c.column}")

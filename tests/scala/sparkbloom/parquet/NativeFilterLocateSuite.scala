@@ -27,9 +27,11 @@ class NativeFilterLocateSuite extends AnyFunSuite {
       val file = HadoopInputFile.fromPath(path(f), conf)
       val in = file.newStream()
       try {
-        val whole = try Right(NativeFilterReader.read(in, file.getLength, c.meta).get) catch { case e: InvalidBloomFilterException => Left(e) }
+        val whole = try Right(NativeFilterReader.read(in, file.getLength, c.meta).get)
+        catch { case e: InvalidBloomFilterException => Left(e) }
         val located = try Right(NativeFilterReader.locate(in, file.getLength, c.meta.getBloomFilterOffset,
-          NativeFilterReader.storedLength(c.meta))) catch { case e: InvalidBloomFilterException => Left(e) }
+            NativeFilterReader.storedLength(c.meta)))
+        catch { case e: InvalidBloomFilterException => Left(e) }
         assert(whole.isLeft == located.isLeft, s"$f row group ${c.rowGroup} ${c.column}: $whole vs $located")
         (whole, located) match {
           case (Right(w), Right(l)) =>

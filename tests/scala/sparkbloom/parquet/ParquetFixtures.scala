@@ -24,8 +24,9 @@ object ParquetFixtures {
   def chunks(relative: String): Seq[Chunk] = {
     val reader = ParquetFileReader.open(HadoopInputFile.fromPath(path(relative), conf))
     try reader.getRowGroups.asScala.zipWithIndex.toSeq.flatMap { case (rg, i) =>
-      rg.getColumns.asScala.map(c => Chunk(i, c.getPath.toDotString, c))
-    } finally reader.close()
+        rg.getColumns.asScala.map(c => Chunk(i, c.getPath.toDotString, c))
+      }
+    finally reader.close()
   }
 
   def chunk(relative: String, rowGroup: Int, column: String): Chunk =
@@ -36,20 +37,23 @@ object ParquetFixtures {
   def filter(relative: String, c: Chunk): Option[Sbbf] = {
     val file = HadoopInputFile.fromPath(path(relative), conf)
     val in = file.newStream()
-    try NativeFilterReader.read(in, file.getLength, c.meta) finally in.close()
+    try NativeFilterReader.read(in, file.getLength, c.meta)
+    finally in.close()
   }
 
   /** The filter of one chunk as parquet-java's own BloomFilterReader returns it (null when it cannot). */
   def parquetJavaFilter(relative: String, c: Chunk): org.apache.parquet.column.values.bloomfilter.BloomFilter = {
     val reader = ParquetFileReader.open(HadoopInputFile.fromPath(path(relative), conf))
-    try reader.getBloomFilterDataReader(c.rowGroup).readBloomFilter(c.meta) finally reader.close()
+    try reader.getBloomFilterDataReader(c.rowGroup).readBloomFilter(c.meta)
+    finally reader.close()
   }
 
   /** Every row of the file, grouped by row group (row groups are read in order). */
   def rowsByRowGroup(relative: String): Seq[Seq[Group]] = {
     val counts = {
       val reader = ParquetFileReader.open(HadoopInputFile.fromPath(path(relative), conf))
-      try reader.getRowGroups.asScala.map(_.getRowCount.toInt).toSeq finally reader.close()
+      try reader.getRowGroups.asScala.map(_.getRowCount.toInt).toSeq
+      finally reader.close()
     }
     val reader = ParquetReader.builder(new GroupReadSupport(), path(relative)).withConf(conf).build()
     try {

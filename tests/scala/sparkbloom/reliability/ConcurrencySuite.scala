@@ -13,7 +13,9 @@ import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.BloomIndexes
-import sparkbloom.index.{BloomIndexException, ColumnSpec, ConcurrentIndexUpdateException, IndexDescription, IndexStore, TableRef}
+import sparkbloom.index.{
+  BloomIndexException, ColumnSpec, ConcurrentIndexUpdateException, IndexDescription, IndexStore, TableRef
+}
 import sparkbloom.testing.SparkSessionSuite
 
 /**
@@ -28,13 +30,16 @@ class ConcurrencySuite extends SparkSessionSuite {
   private def newTable(prefix: String, index: Boolean = true): String = {
     val dir = tempDir(prefix) + "/t"
     spark.range(0, Rows, 1, Files_).select(col("id"), concat(lit("k"), col("id")).as("s")).write.parquet(dir)
-    if (index) BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id"), ColumnSpec("s")), Map.empty, ifNotExists = false)
+    if (index) BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id"), ColumnSpec("s")), Map.empty,
+      ifNotExists = false)
     dir
   }
   private def ixDir(dir: String) = new File(dir, s"${IndexStore.DirName}/ix")
   private def dataDirs(dir: String): Set[String] =
-    Option(ixDir(dir).listFiles()).toSeq.flatten.filter(f => f.isDirectory && f.getName.matches("v\\d+-.*")).map(_.getName).toSet
-  private def describe(s: SparkSession, dir: String): IndexDescription = BloomIndexes.describe(s, TableRef.Path(dir), "ix")
+    Option(ixDir(dir).listFiles()).toSeq.flatten.filter(f => f.isDirectory && f.getName.matches("v\\d+-.*")).map(
+      _.getName).toSet
+  private def describe(s: SparkSession, dir: String): IndexDescription =
+    BloomIndexes.describe(s, TableRef.Path(dir), "ix")
   private def refreshSql(dir: String) = s"REFRESH BLOOM INDEX ix ON parquet.`$dir` FULL"
 
   private val probes = Seq(7L, 2999L, Rows + 5)
@@ -71,9 +76,9 @@ class ConcurrencySuite extends SparkSessionSuite {
       val outcomes = Seq(spark, other).map { s =>
         val result = new java.util.concurrent.atomic.AtomicReference[Either[Throwable, Unit]]()
         val t = new Thread(() => {
-          try { barrier.await(60, TimeUnit.SECONDS); s.sql(refreshSql(dir)).collect(); result.set(Right(())) }
-          catch { case e: Throwable => result.set(Left(e)) }
-        }, s"refresh-$round")
+            try { barrier.await(60, TimeUnit.SECONDS); s.sql(refreshSql(dir)).collect(); result.set(Right(())) }
+            catch { case e: Throwable => result.set(Left(e)) }
+          }, s"refresh-$round")
         t.start()
         (t, result)
       }
@@ -83,23 +88,29 @@ class ConcurrencySuite extends SparkSessionSuite {
       results.collect { case Left(e) => e }.foreach {
         case e: ConcurrentIndexUpdateException =>
           assert(e.getMessage.contains("updated concurrently") && e.getMessage.contains("retry"), e.getMessage)
-        case e => fail(s"round $round: a concurrent REFRESH failed with something else than ConcurrentIndexUpdateException", e)
+        case e =>
+          fail(s"round $round: a concurrent REFRESH failed with something else than ConcurrentIndexUpdateException", e)
       }
       val failures = results.count(_.isLeft)
       assert(failures <= 1, s"round $round: both refreshes failed")
       lost += failures
       val after = describe(spark, dir)
       assert(after.problems.isEmpty, after.problems)
-      assert(after.version - before == 2 - failures, s"round $round: version $before -> ${after.version}, $failures failed")
+      assert(after.version - before == 2 - failures,
+        s"round $round: version $before -> ${after.version}, $failures failed")
       assertConsistent(dir, after.version)
       // the loser removed its own entries: every data directory is named by a commit
       val named = IndexStore.versions(org.apache.hadoop.fs.FileSystem.getLocal(spark.sessionState.newHadoopConf()),
-        new org.apache.hadoop.fs.Path(ixDir(dir).toURI)).map(v => IndexStore.readMeta(
-        org.apache.hadoop.fs.FileSystem.getLocal(spark.sessionState.newHadoopConf()), new org.apache.hadoop.fs.Path(ixDir(dir).toURI), v).dataDir).toSet
+        new org.apache.hadoop.fs.Path(ixDir(dir).toURI)).map(v =>
+        IndexStore.readMeta(
+          org.apache.hadoop.fs.FileSystem.getLocal(spark.sessionState.newHadoopConf()),
+          new org.apache.hadoop.fs.Path(ixDir(dir).toURI), v).dataDir).toSet
       assert(dataDirs(dir).subsetOf(named), s"unreferenced data directories: ${dataDirs(dir) -- named}")
       assert(assertCorrect(dir) > 0, "the index was never used")
     }
-    info(s"$rounds rounds, $lost refreshes lost the race with ConcurrentIndexUpdateException, ${checked.get} queries compared so far")
+    info(
+      s"$rounds rounds, $lost refreshes lost the race with ConcurrentIndexUpdateException, ${checked.get} queries " +
+        "compared so far")
   }
 
   test("queries running during repeated REFRESH FULL return the same rows as without the index") {
@@ -109,17 +120,20 @@ class ConcurrencySuite extends SparkSessionSuite {
     val refreshes = new AtomicInteger()
     val error = new java.util.concurrent.atomic.AtomicReference[Throwable]()
     val t = new Thread(() => {
-      try while (!stop.get() || refreshes.get() == 0) { writer.sql(refreshSql(dir)).collect(); refreshes.incrementAndGet() }
-      catch { case e: Throwable => error.set(e) }
-    }, "refresher")
+        try while (!stop.get() || refreshes.get() == 0) {
+            writer.sql(refreshSql(dir)).collect(); refreshes.incrementAndGet()
+          }
+        catch { case e: Throwable => error.set(e) }
+      }, "refresher")
     t.start()
     var queries = 0; var skipped = 0
     val rnd = new scala.util.Random(6)
     try for (_ <- 1 to 3) { // the refresher runs REFRESH FULL back to back for as long as these queries run
-      val keys = Seq(rnd.nextLong(Rows), Rows + rnd.nextLong(1000))
-      skipped += assertCorrect(dir, keys)
-      queries += 2 * keys.size + 1
-    } finally stop.set(true)
+        val keys = Seq(rnd.nextLong(Rows), Rows + rnd.nextLong(1000))
+        skipped += assertCorrect(dir, keys)
+        queries += 2 * keys.size + 1
+      }
+    finally stop.set(true)
     t.join()
     assert(error.get() == null, s"refresh failed: ${error.get()}")
     assertConsistent(dir, 1L + refreshes.get())
@@ -133,7 +147,8 @@ class ConcurrencySuite extends SparkSessionSuite {
   private lazy val jvmFlags: Seq[String] = {
     val f = Seq(new File("project/jvm-flags.txt"), new File("../project/jvm-flags.txt")).find(_.exists())
       .getOrElse(fail("project/jvm-flags.txt not found"))
-    Files.readAllLines(f.toPath, StandardCharsets.UTF_8).asScala.map(_.trim).filter(l => l.nonEmpty && !l.startsWith("#")).toSeq
+    Files.readAllLines(f.toPath, StandardCharsets.UTF_8).asScala.map(_.trim).filter(l =>
+      l.nonEmpty && !l.startsWith("#")).toSeq
   }
 
   /** Starts [[IndexBuildDriver]], waits until a build directory `v<version>-*` appears, SIGKILLs it. */
@@ -164,7 +179,8 @@ class ConcurrencySuite extends SparkSessionSuite {
     val (code, out) = killMidBuild("create", dir, 1)
     assert(code == 137, s"exit code $code is not SIGKILL's:\n${out.takeRight(2000)}")
     val committedBeforeKill = out.contains("BUILT") || IndexStore.versions(
-      org.apache.hadoop.fs.FileSystem.getLocal(spark.sessionState.newHadoopConf()), new org.apache.hadoop.fs.Path(ixDir(dir).toURI)).nonEmpty
+      org.apache.hadoop.fs.FileSystem.getLocal(spark.sessionState.newHadoopConf()),
+      new org.apache.hadoop.fs.Path(ixDir(dir).toURI)).nonEmpty
     if (committedBeforeKill) {
       info("the kill came after the commit: the index must be complete")
       assertConsistent(dir, 1)
@@ -184,14 +200,17 @@ class ConcurrencySuite extends SparkSessionSuite {
     assertCorrect(dir)
   }
 
-  test("a driver killed with SIGKILL in the middle of REFRESH leaves the previous version in force, and REFRESH then succeeds") {
+  test(
+    "a driver killed with SIGKILL in the middle of REFRESH leaves the previous version in force, and REFRESH then " +
+      "succeeds") {
     val dir = newTable("killrefresh")
     assertConsistent(dir, 1)
     val (code, out) = killMidBuild("refresh", dir, 2)
     assert(code == 137, s"exit code $code is not SIGKILL's:\n${out.takeRight(2000)}")
     val committed = IndexStore.versions(org.apache.hadoop.fs.FileSystem.getLocal(spark.sessionState.newHadoopConf()),
       new org.apache.hadoop.fs.Path(ixDir(dir).toURI)).headOption.getOrElse(0L)
-    val v = if (committed == 2) { info("the kill came after the commit: version 2 must be complete"); 2L } else {
+    val v = if (committed == 2) { info("the kill came after the commit: version 2 must be complete"); 2L }
+    else {
       assert(committed == 1 && !out.contains("BUILT"))
       info(s"killed mid-REFRESH (exit $code); version 1 still in force")
       1L

@@ -19,33 +19,44 @@ class CorruptionSuite extends SparkSessionSuite {
   private def newTable(): String = {
     val dir = tempDir("corrupt") + "/t"
     spark.range(0, 2000, 1, 4).select(col("id"), concat(lit("k"), col("id")).as("s")).write.parquet(dir)
-    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id"), ColumnSpec("s")), Map.empty, ifNotExists = false)
+    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id"), ColumnSpec("s")), Map.empty,
+      ifNotExists = false)
     dir
   }
   private def ixDir(dir: String) = new File(dir, s"${IndexStore.DirName}/ix")
-  private def dataDir(dir: String): File = ixDir(dir).listFiles().filter(f => f.isDirectory && f.getName.startsWith("v")).maxBy(_.getName)
+  private def dataDir(dir: String): File =
+    ixDir(dir).listFiles().filter(f => f.isDirectory && f.getName.startsWith("v")).maxBy(_.getName)
   /** The block-sliced filter files of the latest version, largest first, then its layout file. */
-  private def parts(dir: String): Seq[File] = dataDir(dir).listFiles().toSeq.filter(_.getName.endsWith(".seg")).sortBy(f => (-f.length(), f.getName))
+  private def parts(dir: String): Seq[File] =
+    dataDir(dir).listFiles().toSeq.filter(_.getName.endsWith(".seg")).sortBy(f => (-f.length(), f.getName))
   private def layoutFile(dir: String): File = new File(dataDir(dir), IndexStore.LayoutFile)
   private def commit(dir: String, v: Int) = new File(ixDir(dir), s"_commits/$v.json")
   /** The cache is keyed by version; damage made behind its back needs a fresh load, as after a restart. */
-  private def forget(dir: String): Unit = IndexStore.invalidate(new org.apache.hadoop.fs.Path("file:" + ixDir(dir).getPath))
-  private def describe(dir: String): IndexDescription = { forget(dir); BloomIndexes.describe(spark, TableRef.Path(dir), "ix", verify = true) }
+  private def forget(dir: String): Unit =
+    IndexStore.invalidate(new org.apache.hadoop.fs.Path("file:" + ixDir(dir).getPath))
+  private def describe(dir: String): IndexDescription = {
+    forget(dir); BloomIndexes.describe(spark, TableRef.Path(dir), "ix", verify = true)
+  }
 
   private def assertCorrect(dir: String): Unit = {
     forget(dir)
     def df = spark.read.parquet(dir)
     for (p <- Seq(col("id") === 7L, col("id") === 1999L, col("s") === "k1234", col("id") === 123456L,
-                  col("id").isin(1L, 999L, 1500L), col("s").isin("k3", "nope"))) {
+        col("id").isin(1L, 999L, 1500L), col("s").isin("k3", "nope"))) {
       val o = compare(df.where(p))
       assert(o.on == o.off, s"$p: with index ${o.on.size} rows, without ${o.off.size}")
     }
   }
 
-  private def truncate(f: File, keep: Long): Unit = { val r = new RandomAccessFile(f, "rw"); try r.setLength(keep) finally r.close() }
+  private def truncate(f: File, keep: Long): Unit = {
+    val r = new RandomAccessFile(f, "rw");
+    try r.setLength(keep)
+    finally r.close()
+  }
   private def flip(f: File, at: Long): Unit = {
     val r = new RandomAccessFile(f, "rw")
-    try { r.seek(at); val b = r.read(); r.seek(at); r.write(b ^ 0x10) } finally r.close()
+    try { r.seek(at); val b = r.read(); r.seek(at); r.write(b ^ 0x10) }
+    finally r.close()
   }
 
   test("a truncated index segment is reported and the files it covers are read") {
@@ -58,14 +69,14 @@ class CorruptionSuite extends SparkSessionSuite {
   test("a bit flip anywhere in an index segment or its layout never loses rows") {
     val dir = newTable()
     for (p <- Seq(parts(dir).head, layoutFile(dir))) {
-    val len = p.length()
-    // Header, pages, filters and footer: a flip at each of these offsets, one after the other.
-    for (at <- Seq(4L, len / 5, len / 3, len / 2, 2 * len / 3, len - 20)) {
-      val saved = Files.readAllBytes(p.toPath)
-      flip(p, at)
-      assertCorrect(dir)
-      Files.write(p.toPath, saved)
-    }
+      val len = p.length()
+      // Header, pages, filters and footer: a flip at each of these offsets, one after the other.
+      for (at <- Seq(4L, len / 5, len / 3, len / 2, 2 * len / 3, len - 20)) {
+        val saved = Files.readAllBytes(p.toPath)
+        flip(p, at)
+        assertCorrect(dir)
+        Files.write(p.toPath, saved)
+      }
     }
   }
 
@@ -100,12 +111,14 @@ class CorruptionSuite extends SparkSessionSuite {
     Files.write(new File(ixDir(dir), "_commits/notes.json").toPath, "{".getBytes)
     new File(ixDir(dir), "v99-stray").mkdirs()
     assertCorrect(dir)
-    assert(describe(dir).problems.exists(p => p.contains("part-99999-foreign") && p.contains("ignored")), describe(dir).problems)
+    assert(describe(dir).problems.exists(p => p.contains("part-99999-foreign") && p.contains("ignored")),
+      describe(dir).problems)
   }
 
   test("a truncated latest commit falls back to the previous version, reported") {
     val dir = newTable()
-    spark.range(5000, 5100, 1, 1).select(col("id"), concat(lit("k"), col("id")).as("s")).write.mode("append").parquet(dir)
+    spark.range(5000, 5100, 1, 1).select(col("id"), concat(lit("k"), col("id")).as("s")).write.mode("append").parquet(
+      dir)
     BloomIndexes.refresh(spark, TableRef.Path(dir), "ix", full = false)
     truncate(commit(dir, 2), 10)
     assertCorrect(dir)

@@ -18,7 +18,8 @@ import sparkbloom.testing.SparkSessionSuite
  *
  * Size: `SPARKBLOOM_SPARK_FUZZ_QUERIES` (or `-Dsparkbloom.fuzz.queries`), default 300 (+ 60 for the second
  * test) in CI: a compared query costs ~0.3 s on this 2-core machine, ~2 min in all, which keeps `.ci/run`
- * (every suite, the Delta and Iceberg suites and the Spark-version matrix) under 30 minutes. `-Dsparkbloom.fuzz.seed` (default fixed).
+ * (every suite, the Delta and Iceberg suites and the Spark-version matrix) under 30 minutes. `-Dsparkbloom.fuzz.seed`
+ * (default fixed).
  * Long run (docs/fuzzing.md; ~1 hour per 10,000 queries on 2 cores):
  * {{{
  *   SPARKBLOOM_SPARK_FUZZ_QUERIES=10000 dev/sbt "testOnly sparkbloom.reliability.DifferentialFuzzSuite"
@@ -39,7 +40,7 @@ class DifferentialFuzzSuite extends SparkSessionSuite {
     val old = conf.keys.map(k => k -> spark.conf.getOption(k)).toMap
     conf.foreach { case (k, v) => spark.conf.set(k, v) }
     try spark.createDataFrame(spark.sparkContext.parallelize(rows, 4), RandomTables.schema)
-      .write.options(writeOptions + ("parquet.block.size" -> "8192")).parquet(path)
+        .write.options(writeOptions + ("parquet.block.size" -> "8192")).parquet(path)
     finally old.foreach { case (k, v) => v.fold(spark.conf.unset(k))(spark.conf.set(k, _)) }
     if (indexed) {
       BloomIndexes.create(spark, TableRef.Path(path), "fz", RandomTables.indexed.map(f => ColumnSpec(f.name)),
@@ -57,7 +58,8 @@ class DifferentialFuzzSuite extends SparkSessionSuite {
     val rng = new Random(seed)
     Seq(
       writeTable("spark, native bloom filters, INT96 timestamps", rng, Map("parquet.bloom.filter.enabled" -> "true")),
-      writeTable("spark, no dictionary, no native filters, INT64 micros", rng, Map("parquet.enable.dictionary" -> "false"),
+      writeTable("spark, no dictionary, no native filters, INT64 micros", rng,
+        Map("parquet.enable.dictionary" -> "false"),
         Map("spark.sql.parquet.outputTimestampType" -> "TIMESTAMP_MICROS")),
       // No index: only the files' own filters, checked at read time (no dictionary, so every chunk has one).
       writeTable("spark, native bloom filters, no dictionary, no index", rng,
@@ -70,7 +72,9 @@ class DifferentialFuzzSuite extends SparkSessionSuite {
     case other => String.valueOf(other)
   }.mkString("|")).sorted
 
-  private final class Stats { var compared, filesPruned, rowGroupsPruned, nativePruned, rowsOut, sparkAloneSampled, sparkAloneWrong = 0L }
+  private final class Stats {
+    var compared, filesPruned, rowGroupsPruned, nativePruned, rowsOut, sparkAloneSampled, sparkAloneWrong = 0L
+  }
 
   /**
    * Runs `pred` on `t` with sparkbloom on, and with it off and Parquet filter pushdown off (the truth: no
@@ -80,14 +84,17 @@ class DifferentialFuzzSuite extends SparkSessionSuite {
    */
   private def check(t: Table, pred: Column, stats: Stats, where: String, q: Int): Option[String] = {
     val on = spark.read.parquet(t.path).where(pred)
-    val (onRows, skip) = withIndexEnabled(on = true) { val r = render(on); (r, SkippingReport.forPlan(on.queryExecution.executedPlan)) }
+    val (onRows, skip) =
+      withIndexEnabled(on = true) { val r = render(on); (r, SkippingReport.forPlan(on.queryExecution.executedPlan)) }
     val offRows = withIndexEnabled(on = false) {
       spark.conf.set("spark.sql.parquet.filterPushdown", "false")
-      try render(spark.read.parquet(t.path).where(pred)) finally spark.conf.unset("spark.sql.parquet.filterPushdown")
+      try render(spark.read.parquet(t.path).where(pred))
+      finally spark.conf.unset("spark.sql.parquet.filterPushdown")
     }
     if (q % 10 == 0) {
       stats.sparkAloneSampled += 1
-      if (withIndexEnabled(on = false)(render(spark.read.parquet(t.path).where(pred))) != offRows) stats.sparkAloneWrong += 1
+      if (withIndexEnabled(on = false)(render(spark.read.parquet(t.path).where(pred))) != offRows)
+        stats.sparkAloneWrong += 1
     }
     stats.compared += 1; stats.rowsOut += offRows.size
     if (skip.exists(s => s.filesKept < s.filesTotal)) stats.filesPruned += 1
@@ -122,16 +129,19 @@ class DifferentialFuzzSuite extends SparkSessionSuite {
 
   test("random predicates over Spark-written tables return the same rows with and without the index") {
     val s = fuzz(tables, queries, 0L, (rng, sample) => RandomTables.predicate(rng, 3, sample))
-    assert(s.filesPruned + s.rowGroupsPruned + s.nativePruned > s.compared / 10, "sparkbloom pruned too rarely to test anything")
+    assert(s.filesPruned + s.rowGroupsPruned + s.nativePruned > s.compared / 10,
+      "sparkbloom pruned too rarely to test anything")
     assert(s.nativePruned > 0, "native filters at read time never pruned")
   }
 
   test("point lookups of values present in the table always find their rows and prune the rest") {
-    val s = fuzz(tables, queries / 5, 7777777L, { (rng, sample) =>
-      val f = RandomTables.indexed(rng.nextInt(RandomTables.indexed.size))
-      val row = sample()
-      org.apache.spark.sql.functions.col(f.name) === RandomTables.typed(row.get(RandomTables.schema.fieldIndex(f.name)), f.dataType)
-    })
+    val s = fuzz(tables, queries / 5, 7777777L,
+      { (rng, sample) =>
+        val f = RandomTables.indexed(rng.nextInt(RandomTables.indexed.size))
+        val row = sample()
+        org.apache.spark.sql.functions.col(f.name) ===
+          RandomTables.typed(row.get(RandomTables.schema.fieldIndex(f.name)), f.dataType)
+      })
     assert(s.rowGroupsPruned > s.compared / 2)
   }
 }

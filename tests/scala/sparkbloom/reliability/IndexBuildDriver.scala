@@ -48,7 +48,7 @@ class SlowLocalFileSystem extends LocalFileSystem {
     val ms = getConf.getLong(SlowLocalFileSystem.Key.stripPrefix("spark.hadoop."), 0L)
     val name = f.getName
     if (ms > 0 && TaskContext.get() != null && name.startsWith("part-") && name.endsWith(".parquet") &&
-        !f.toString.contains("/_sparkbloom/")) Thread.sleep(ms)
+      !f.toString.contains("/_sparkbloom/")) Thread.sleep(ms)
     super.open(f, bufferSize)
   }
 }

@@ -16,12 +16,12 @@ import org.apache.spark.sql.types._
  */
 object RandomTables {
   val schema: StructType = StructType(Seq(
-    StructField("id", LongType, nullable = false),
-    StructField("c_byte", ByteType), StructField("c_short", ShortType), StructField("c_int", IntegerType),
-    StructField("c_long", LongType), StructField("c_float", FloatType), StructField("c_double", DoubleType),
-    StructField("c_dec5", DecimalType(5, 2)), StructField("c_dec15", DecimalType(15, 3)),
-    StructField("c_dec30", DecimalType(30, 5)), StructField("c_date", DateType), StructField("c_ts", TimestampType),
-    StructField("c_tsntz", TimestampNTZType), StructField("c_str", StringType), StructField("c_bin", BinaryType)))
+      StructField("id", LongType, nullable = false),
+      StructField("c_byte", ByteType), StructField("c_short", ShortType), StructField("c_int", IntegerType),
+      StructField("c_long", LongType), StructField("c_float", FloatType), StructField("c_double", DoubleType),
+      StructField("c_dec5", DecimalType(5, 2)), StructField("c_dec15", DecimalType(15, 3)),
+      StructField("c_dec30", DecimalType(30, 5)), StructField("c_date", DateType), StructField("c_ts", TimestampType),
+      StructField("c_tsntz", TimestampNTZType), StructField("c_str", StringType), StructField("c_bin", BinaryType)))
 
   val indexed: Seq[StructField] = schema.fields.toSeq.tail
 
@@ -35,14 +35,17 @@ object RandomTables {
     case IntegerType => Seq(Int.MinValue, Int.MaxValue, 0, -1)
     case LongType => Seq(Long.MinValue, Long.MaxValue, 0L, -1L)
     case FloatType => Seq(Float.NaN, -0.0f, 0.0f, Float.MinValue, Float.MaxValue, Float.MinPositiveValue,
-      Float.PositiveInfinity, Float.NegativeInfinity)
+        Float.PositiveInfinity, Float.NegativeInfinity)
     case DoubleType => Seq(Double.NaN, -0.0d, 0.0d, Double.MinValue, Double.MaxValue, Double.MinPositiveValue,
-      Double.PositiveInfinity, Double.NegativeInfinity)
+        Double.PositiveInfinity, Double.NegativeInfinity)
     case d: DecimalType if d.precision == 5 => Seq(bd("999.99"), bd("-999.99"), bd("0.00"), bd("0.01"))
     case d: DecimalType if d.precision == 15 => Seq(bd("999999999999.999"), bd("-999999999999.999"), bd("0.000"))
-    case d: DecimalType if d.precision == 30 => Seq(bd("9999999999999999999999999.99999"), bd("-9999999999999999999999999.99999"), bd("0.00000"))
-    case DateType => Seq(LocalDate.of(1970, 1, 1), LocalDate.of(1969, 12, 31), LocalDate.of(2100, 2, 28), LocalDate.of(1900, 3, 1))
-    case TimestampType => Seq(Instant.EPOCH, Instant.parse("1969-12-31T23:59:59.999999Z"), Instant.parse("2262-04-11T00:00:00Z"))
+    case d: DecimalType if d.precision == 30 =>
+      Seq(bd("9999999999999999999999999.99999"), bd("-9999999999999999999999999.99999"), bd("0.00000"))
+    case DateType =>
+      Seq(LocalDate.of(1970, 1, 1), LocalDate.of(1969, 12, 31), LocalDate.of(2100, 2, 28), LocalDate.of(1900, 3, 1))
+    case TimestampType =>
+      Seq(Instant.EPOCH, Instant.parse("1969-12-31T23:59:59.999999Z"), Instant.parse("2262-04-11T00:00:00Z"))
     case TimestampNTZType => Seq(LocalDateTime.of(1970, 1, 1, 0, 0), LocalDateTime.of(1900, 1, 1, 0, 0, 0, 1000))
     case StringType => Seq("", "日本語", "😀", "ß", "a" * 300)
     case BinaryType => Seq(Array.emptyByteArray, Array[Byte](0), Array[Byte](-1, -1, -1))
@@ -94,7 +97,8 @@ object RandomTables {
     case (b: Byte, _) => crossIntegral(rng, b.toLong)
     case (s: Short, _) => crossIntegral(rng, s.toLong)
     case (i: Int, _) => crossIntegral(rng, i.toLong)
-    case (l: Long, _) => rng.nextInt(3) match { case 0 => lit(BigDecimal(l).bigDecimal); case 1 => lit(l.toDouble); case _ => lit(l) }
+    case (l: Long, _) =>
+      rng.nextInt(3) match { case 0 => lit(BigDecimal(l).bigDecimal); case 1 => lit(l.toDouble); case _ => lit(l) }
     case (f: Float, _) => lit(f.toDouble)
     case (d: Double, _) => if (d.isNaN || d.isInfinite) lit(d) else lit(d.toFloat)
     case (d: java.math.BigDecimal, _) => if (rng.nextBoolean()) lit(d.doubleValue()) else lit(d.setScale(d.scale + 1))

@@ -23,18 +23,21 @@ class StaleDataSuite extends SparkSessionSuite {
   private def newTable(files: Int = 4): String = {
     val dir = tempDir("stale") + "/t"
     rows(0, 400, files).write.parquet(dir)
-    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id"), ColumnSpec("s")), Map.empty, ifNotExists = false)
+    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id"), ColumnSpec("s")), Map.empty,
+      ifNotExists = false)
     dir
   }
   private def describe(dir: String): IndexDescription = BloomIndexes.describe(spark, TableRef.Path(dir), "ix")
   private def dataFiles(dir: String): Seq[File] =
-    new File(dir).listFiles().toSeq.filter(f => f.getName.startsWith("part-") && f.getName.endsWith(".parquet")).sortBy(_.getName)
+    new File(dir).listFiles().toSeq.filter(f => f.getName.startsWith("part-") && f.getName.endsWith(".parquet")).sortBy(
+      _.getName)
 
   /** Lookups of old, new, absent values and combinations: same rows with the index on and off. */
   private def assertCorrect(dir: String, keys: Seq[Long]): Unit = {
     def df = spark.read.parquet(dir)
     val preds = keys.flatMap(k => Seq(col("id") === k, col("s") === s"k$k", col("id") <=> k)) ++
-      Seq(col("id").isin(keys: _*), col("s").isin(keys.map(k => s"k$k"): _*), col("id") === keys.head || col("s") === s"k${keys.last}")
+      Seq(col("id").isin(keys: _*), col("s").isin(keys.map(k => s"k$k"): _*),
+        col("id") === keys.head || col("s") === s"k${keys.last}")
     for (p <- preds) {
       val o = compare(df.where(p))
       assert(o.on == o.off, s"$p on $dir: with index ${o.on.size} rows, without ${o.off.size}")
@@ -128,7 +131,8 @@ class StaleDataSuite extends SparkSessionSuite {
   test("a partition added after the index was built is read before REFRESH and indexed after it") {
     val dir = tempDir("part") + "/t"
     rows(0, 400, 4).withColumn("p", (col("id") % 2).cast("int")).write.partitionBy("p").parquet(dir)
-    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id"), ColumnSpec("s")), Map.empty, ifNotExists = false)
+    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id"), ColumnSpec("s")), Map.empty,
+      ifNotExists = false)
     val before = describe(dir)
     rows(1000, 1100, 2).withColumn("p", lit(7)).write.mode("append").partitionBy("p").parquet(dir)
     assertCorrect(dir, probe ++ Seq(1000L, 1099L))

@@ -81,7 +81,7 @@ class BitsetVectorsSuite extends AnyFunSuite {
     assert(f.words.take(8).sameElements(expectedWords))
     assert(f.words.drop(8).forall(_ == 0))
     // upper half 0xC0000000 selects block 3 of 4.
-    val g = Sbbf.empty(128); g.insert(0xC000000000000000L | (key.toLong & 0xffffffffL))
+    val g = Sbbf.empty(128); g.insert(0xc000000000000000L | (key.toLong & 0xffffffffL))
     assert(g.words.slice(24, 32).sameElements(expectedWords) && g.words.take(24).forall(_ == 0))
   }
 }

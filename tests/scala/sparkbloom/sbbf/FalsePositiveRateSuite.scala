@@ -22,7 +22,8 @@ class FalsePositiveRateSuite extends AnyFunSuite {
       val estimate = Sizing.fpp(numBytes, ndv)
       val measured = measuredFpp(numBytes, ndv, 2000000)
       assert(measured <= 1.2 * estimate, s"ndv $ndv, $numBytes bytes: measured $measured, estimate $estimate")
-      assert(measured >= estimate / 1.2, s"the estimate is not just an upper bound: measured $measured, estimate $estimate")
+      assert(measured >= estimate / 1.2,
+        s"the estimate is not just an upper bound: measured $measured, estimate $estimate")
     }
   }
 

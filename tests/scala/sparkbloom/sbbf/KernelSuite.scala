@@ -5,7 +5,8 @@ import org.scalatest.funsuite.AnyFunSuite
 /** The scalar and the Vector API kernels must give identical bits and answers. */
 class KernelSuite extends AnyFunSuite {
 
-  private lazy val vector: Kernel = Kernel.vector.getOrElse(fail("tests run with jdk.incubator.vector: Kernel.vector must exist"))
+  private lazy val vector: Kernel =
+    Kernel.vector.getOrElse(fail("tests run with jdk.incubator.vector: Kernel.vector must exist"))
 
   test("the vector kernel is available when tests run with --add-modules jdk.incubator.vector") {
     assert(Kernel.vector.isDefined)
@@ -46,9 +47,11 @@ class KernelSuite extends AnyFunSuite {
       val probes = inserted ++ Array.fill(20000)(rnd.nextLong())
       val single = probes.map(Kernel.scalar.check(words, blocks, _))
       val singleV = probes.map(vector.check(words, blocks, _))
-      val batchS = new Array[Boolean](probes.length); Kernel.scalar.checkAll(words, blocks, probes, 0, probes.length, batchS)
+      val batchS = new Array[Boolean](probes.length);
+      Kernel.scalar.checkAll(words, blocks, probes, 0, probes.length, batchS)
       val batchV = new Array[Boolean](probes.length); vector.checkAll(words, blocks, probes, 0, probes.length, batchV)
-      assert(single.sameElements(singleV) && single.sameElements(batchS) && single.sameElements(batchV), s"$blocks blocks")
+      assert(single.sameElements(singleV) && single.sameElements(batchS) && single.sameElements(batchV),
+        s"$blocks blocks")
       assert(single.take(inserted.length).forall(identity), "no false negatives")
       assert(single.drop(inserted.length).exists(!_), "some random probes are absent")
     }

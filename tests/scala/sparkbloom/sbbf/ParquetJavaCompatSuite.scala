@@ -73,30 +73,31 @@ class ParquetJavaCompatSuite extends AnyFunSuite {
 
   private def valuesFor(numBytes: Int): Int = math.min(math.max(numBytes / 16, 4), 200000)
 
-  for (t <- types) test(s"${t.name}: same hashes, same bitset bytes and same answers as parquet-java at 32 B .. 16 MiB") {
-    val rnd = new java.util.Random(t.name.hashCode)
-    for (numBytes <- sizes) {
-      val theirs = new BlockSplitBloomFilter(numBytes, numBytes)
-      assert(theirs.getBitsetSize == numBytes)
-      val values = Array.fill(valuesFor(numBytes))(t.draw(rnd))
-      val hashes = values.map(t.ours)
-      values.indices.foreach { i =>
-        val h = t.theirs(theirs, values(i))
-        assert(h == hashes(i), s"hash of value $i at $numBytes bytes")
-        theirs.insertHash(h)
-      }
-      val expected = bitset(theirs)
-      val probes = Array.fill(2000)(t.ours(t.draw(rnd)))
-      val theirAnswers = probes.map(theirs.findHash)
-      for (k <- kernels) {
-        val ours = Sbbf.empty(numBytes, k)
-        ours.insertAll(hashes)
-        assert(java.util.Arrays.equals(ours.toBytes, expected), s"${k.name}, $numBytes bytes")
-        assert(ours.mightContainAll(hashes).forall(identity), s"${k.name}, $numBytes bytes: no false negatives")
-        assert(ours.mightContainAll(probes).sameElements(theirAnswers), s"${k.name}, $numBytes bytes: same answers")
+  for (t <- types)
+    test(s"${t.name}: same hashes, same bitset bytes and same answers as parquet-java at 32 B .. 16 MiB") {
+      val rnd = new java.util.Random(t.name.hashCode)
+      for (numBytes <- sizes) {
+        val theirs = new BlockSplitBloomFilter(numBytes, numBytes)
+        assert(theirs.getBitsetSize == numBytes)
+        val values = Array.fill(valuesFor(numBytes))(t.draw(rnd))
+        val hashes = values.map(t.ours)
+        values.indices.foreach { i =>
+          val h = t.theirs(theirs, values(i))
+          assert(h == hashes(i), s"hash of value $i at $numBytes bytes")
+          theirs.insertHash(h)
+        }
+        val expected = bitset(theirs)
+        val probes = Array.fill(2000)(t.ours(t.draw(rnd)))
+        val theirAnswers = probes.map(theirs.findHash)
+        for (k <- kernels) {
+          val ours = Sbbf.empty(numBytes, k)
+          ours.insertAll(hashes)
+          assert(java.util.Arrays.equals(ours.toBytes, expected), s"${k.name}, $numBytes bytes")
+          assert(ours.mightContainAll(hashes).forall(identity), s"${k.name}, $numBytes bytes: no false negatives")
+          assert(ours.mightContainAll(probes).sameElements(theirAnswers), s"${k.name}, $numBytes bytes: same answers")
+        }
       }
     }
-  }
 
   test("a filter we write is read by parquet-java with the same answers, and the other way round") {
     val rnd = new java.util.SplittableRandom(9)

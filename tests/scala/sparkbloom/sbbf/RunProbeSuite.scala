@@ -10,7 +10,8 @@ import org.scalatest.funsuite.AnyFunSuite
  */
 class RunProbeSuite extends AnyFunSuite {
 
-  private lazy val vector: RunProbe = RunProbe.vector.getOrElse(fail("tests run with jdk.incubator.vector: RunProbe.vector must exist"))
+  private lazy val vector: RunProbe =
+    RunProbe.vector.getOrElse(fail("tests run with jdk.incubator.vector: RunProbe.vector must exist"))
   private def probes = Seq(RunProbe.scalar, vector)
 
   private def allOnes(j: Int) = j % 17 == 5
@@ -62,7 +63,7 @@ class RunProbeSuite extends AnyFunSuite {
   test("bit j of a probe equals mightContain of filter j, for both probes, many M, B and offsets") {
     val rnd = new SplittableRandom(2)
     for ((m, blocks, offset) <- Seq((1, 1, 0), (1, 7, 3), (63, 4, 0), (64, 16, 32), (65, 3, 1), (100, 5, 17),
-      (129, 2, 64), (1000, 8, 5))) {
+        (129, 2, 64), (1000, 8, 5))) {
       val (fs, inserted) = filters(rnd, m, blocks)
       val all = sliced(fs, offset, rnd)
       val hashes = inserted ++ Array.fill(3000)(rnd.nextLong())
@@ -112,7 +113,9 @@ class RunProbeSuite extends AnyFunSuite {
     for (p <- probes) {
       val union = new Array[Long](3)
       hs.foreach(p.probeRun(run, 0, 150, _, union))
-      val separate = hs.map { h => val o = new Array[Long](3); p.probeRun(run, 0, 150, h, o); o }
+      val separate = hs.map { h =>
+        val o = new Array[Long](3); p.probeRun(run, 0, 150, h, o); o
+      }
       assert(union.toSeq == (0 until 3).map(w => separate.map(_(w)).reduce(_ | _)), p.name)
       val preset = Array(-1L, -1L, -1L)
       p.probeRun(run, 0, 150, hs(0), preset)

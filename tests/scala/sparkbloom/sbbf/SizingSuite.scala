@@ -30,7 +30,8 @@ class SizingSuite extends AnyFunSuite {
       (0.01, 100000L, 968152L), (0.001, 100000L, 1460769L), (0.1, 1000000L, 5772541L),
       (0.01, 1000000L, 9681526L), (0.001, 1000000L, 14607697L))
     for ((fpp, ndv, bits) <- rows) assert(Sizing.bitsFor(ndv, fpp).toLong == bits, s"fpp $fpp ndv $ndv")
-    assert(new java.math.BigDecimal(Sizing.bitsFor(1000000000000L, 1e-50)).toBigInteger.toString == "14226231280773240832")
+    assert(new java.math.BigDecimal(Sizing.bitsFor(1000000000000L, 1e-50)).toBigInteger.toString ==
+      "14226231280773240832")
   }
 
   test("numBytes agrees with Arrow C++'s OptimalNumOfBits (next power of two, 32 B to 128 MiB)") {
@@ -114,7 +115,8 @@ class SizingSuite extends AnyFunSuite {
       val g = roundUpToGrid(b)
       assert(g >= b && g <= math.max(b * 1.25, b + 0.0), s"$b -> $g")
       val shift = math.max(0, 63 - java.lang.Long.numberOfLeadingZeros(g) - 2)
-      assert(g < 8 || ((g >>> shift) >= 4 && (g >>> shift) <= 7 && (g & ((1L << shift) - 1)) == 0), s"$b -> $g off the grid")
+      assert(g < 8 ||
+          ((g >>> shift) >= 4 && (g >>> shift) <= 7 && (g & ((1L << shift) - 1)) == 0), s"$b -> $g off the grid")
     }
     assert((1L to 1000000L).map(roundUpToGrid).distinct.size < 4 * 20 + 8)
   }
@@ -133,7 +135,8 @@ class SizingSuite extends AnyFunSuite {
       val n = (math.pow(10, rnd.nextDouble() * 9)).toLong
       val p = math.pow(10, -rnd.nextDouble() * 8) * 0.99
       for ((what, bytes) <- Seq("numBytes" -> numBytes(n, p), "indexBytes" -> indexBytes(n, p))) {
-        assert(bytes % Sbbf.BytesPerBlock == 0 && bytes >= Sbbf.MinBytes && bytes <= Sbbf.MaxBytes, s"$what($n, $p) = $bytes")
+        assert(bytes % Sbbf.BytesPerBlock == 0 && bytes >= Sbbf.MinBytes && bytes <= Sbbf.MaxBytes,
+          s"$what($n, $p) = $bytes")
       }
       // The index's filter is the smallest on its grid meeting the target: at most 1.25x the exact Putze size
       // (filters of fewer than 8 blocks are exact already).

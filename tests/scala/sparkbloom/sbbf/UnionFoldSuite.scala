@@ -8,7 +8,9 @@ class UnionFoldSuite extends AnyFunSuite {
   private def randomHashes(seed: Long, n: Int): Array[Long] = {
     val rnd = new java.util.SplittableRandom(seed); Array.fill(n)(rnd.nextLong())
   }
-  private def filterOf(numBytes: Int, hashes: Array[Long]): Sbbf = { val f = Sbbf.empty(numBytes); f.insertAll(hashes); f }
+  private def filterOf(numBytes: Int, hashes: Array[Long]): Sbbf = {
+    val f = Sbbf.empty(numBytes); f.insertAll(hashes); f
+  }
 
   test("the union of two filters is the filter of the union of their values") {
     val a = randomHashes(1, 3000); val b = randomHashes(2, 5000)
@@ -30,7 +32,8 @@ class UnionFoldSuite extends AnyFunSuite {
 
   test("a folded filter is exactly the filter built at half the size from the same values") {
     val hs = randomHashes(5, 4000)
-    for (numBytes <- Seq(64, 1024, 65536)) assert(filterOf(numBytes, hs).fold() == filterOf(numBytes / 2, hs), s"$numBytes")
+    for (numBytes <- Seq(64, 1024, 65536))
+      assert(filterOf(numBytes, hs).fold() == filterOf(numBytes / 2, hs), s"$numBytes")
     // Also for even block counts that are not powers of two.
     assert(filterOf(6 * 32, hs).fold() == filterOf(3 * 32, hs))
   }

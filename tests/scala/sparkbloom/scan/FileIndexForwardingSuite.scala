@@ -24,12 +24,12 @@ class FileIndexForwardingSuite extends AnyFunSuite {
           case "hashCode" if m.getParameterCount == 0 => Integer.valueOf(System.identityHashCode(proxy))
           case "toString" if m.getParameterCount == 0 => "stub FileIndex"
           case _ =>
-          calls += m.getName
-          m.getReturnType match {
-            case java.lang.Boolean.TYPE => java.lang.Boolean.TRUE
-            case java.lang.Long.TYPE => java.lang.Long.valueOf(42L)
-            case _ => null
-          }
+            calls += m.getName
+            m.getReturnType match {
+              case java.lang.Boolean.TYPE => java.lang.Boolean.TRUE
+              case java.lang.Long.TYPE => java.lang.Long.valueOf(42L)
+              case _ => null
+            }
         }
       }).asInstanceOf[FileIndex]
     val index = new BloomSkippingFileIndex(null, delegate, Nil, new RowGroupSelection(true), "t")

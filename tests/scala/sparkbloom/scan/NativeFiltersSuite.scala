@@ -11,7 +11,7 @@ import sparkbloom.parquet.FileEncodings
 import sparkbloom.testing.SparkSessionSuite
 
 /**
- * Issue 13: with sparkbloom loaded, the bloom filters inside Parquet files are used safely at read time on
+ * With sparkbloom loaded, the bloom filters inside Parquet files are used safely at read time on
  * every filtered scan, indexed or not, in place of parquet-java's own bloom level. Every answer is compared
  * with the truth: sparkbloom off and Spark's Parquet filter pushdown off (no row-group filtering at all).
  */
@@ -20,7 +20,8 @@ class NativeFiltersSuite extends SparkSessionSuite {
   /** Rows with no row-group filtering whatsoever: sparkbloom off, Parquet filter pushdown off. */
   private def truth(q: => DataFrame): Seq[Row] = withIndexEnabled(on = false) {
     spark.conf.set("spark.sql.parquet.filterPushdown", "false")
-    try sortRows(q.collect().toSeq) finally spark.conf.unset("spark.sql.parquet.filterPushdown")
+    try sortRows(q.collect().toSeq)
+    finally spark.conf.unset("spark.sql.parquet.filterPushdown")
   }
 
   /** What Spark alone gives (sparkbloom off, parquet-java's bloom filtering as Spark configures it). */
@@ -68,7 +69,8 @@ class NativeFiltersSuite extends SparkSessionSuite {
       .write.option("parquet.bloom.filter.enabled#x", "true").option("parquet.bloom.filter.enabled#y", "true")
       .option("parquet.enable.dictionary", "false").parquet(dir)
     val t = () => spark.read.parquet(dir)
-    for (pred <- Seq(col("x") === 0.0d, col("y") === 0.0f, col("x").isin(0.0d, 3.0d), col("x") >= 0.0d, col("x") <=> 0.0d)) {
+    for (pred <-
+        Seq(col("x") === 0.0d, col("y") === 0.0f, col("x").isin(0.0d, 3.0d), col("x") >= 0.0d, col("x") <=> 0.0d)) {
       val q = () => t().where(pred).agg(count(lit(1)))
       info(s"$pred: Spark alone ${sparkAlone(q())}")
       assert(truth(q()) == Seq(Row(300L)), pred)
@@ -93,8 +95,9 @@ class NativeFiltersSuite extends SparkSessionSuite {
     spark.conf.set("spark.sql.sources.useV1SourceList", "")
     try {
       val t = () => spark.read.parquet(keyed)
-      for (pred <- Seq(col("id") === 4321L, col("s") === "k-77", col("id").isin((0 until 15).map(i => (i * 1000L): Any): _*),
-          col("id") === 5L || col("s") === "k-12000", col("id") === -1L)) {
+      for (pred <-
+          Seq(col("id") === 4321L, col("s") === "k-77", col("id").isin((0 until 15).map(i => (i * 1000L): Any): _*),
+            col("id") === 5L || col("s") === "k-12000", col("id") === -1L)) {
         val r = withSparkbloom(t().where(pred))
         assert(r.rows == truth(t().where(pred)), pred)
         assert(r.nativeSkipped > 0, s"$pred: $r")
@@ -106,7 +109,8 @@ class NativeFiltersSuite extends SparkSessionSuite {
         try {
           val pred = col("id").isin(3L, 9000L, 15999L)
           val r = withSparkbloom(t().where(pred))
-          assert(r.rows == truth(t().where(pred)) && r.rows.size == 3 && r.nativeSkipped > 0, s"vectorized=$vectorized $r")
+          assert(r.rows == truth(t().where(pred)) && r.rows.size == 3 && r.nativeSkipped > 0,
+            s"vectorized=$vectorized $r")
         } finally spark.conf.unset("spark.sql.parquet.enableVectorizedReader")
       }
       // an aggregate pushed into the scan answers from footers: never narrowed
@@ -122,7 +126,8 @@ class NativeFiltersSuite extends SparkSessionSuite {
 
   test("DuckDB's corrupt filters (short and bad numBytes) are ignored: r = 200 gives 100 rows, r = 0 gives 1000") {
     for ((file, value, expected) <- Seq(("duckdb/bloom_filter_short_numbytes.parquet", 200L, 100L),
-        ("duckdb/bloom_filter_bad_numbytes.parquet", 0L, 1000L), ("duckdb/bloom_filter_bad_length_range.parquet", 0L, 1000L))) {
+        ("duckdb/bloom_filter_bad_numbytes.parquet", 0L, 1000L),
+        ("duckdb/bloom_filter_bad_length_range.parquet", 0L, 1000L))) {
       val path = TestSupport.fixture(file).getAbsolutePath
       val q = () => spark.read.parquet(path).where(col("r") === value).agg(count(lit(1)))
       info(s"$file: Spark alone ${sparkAlone(q())}")
@@ -159,7 +164,7 @@ class NativeFiltersSuite extends SparkSessionSuite {
   test("predicates native filters cannot answer keep every row group") {
     val t = spark.read.parquet(keyed)
     for (pred <- Seq(col("id") === 5L || col("g") === 3L, col("id").isNull, col("id") > 15990L, !(col("id") === 5L),
-        col("g") === 2L /* no filter on g */)) {
+        col("g") === 2L /* no filter on g */ )) {
       val r = withSparkbloom(t.where(pred))
       assert(r.rows == truth(t.where(pred)), pred)
       assert(r.nativeSkipped == 0, pred)
@@ -168,13 +173,15 @@ class NativeFiltersSuite extends SparkSessionSuite {
 
   test("NaN is never pruned on; +0.0/-0.0 and NaN rows among others") {
     val dir = tempDir("nan") + "/t"
-    spark.createDataFrame(spark.sparkContext.parallelize(
-      Seq(Row(Double.NaN, 1), Row(-0.0d, 2), Row(1.5d, 3), Row(Float.NaN.toDouble, 4)), 1),
+    spark.createDataFrame(
+      spark.sparkContext.parallelize(
+        Seq(Row(Double.NaN, 1), Row(-0.0d, 2), Row(1.5d, 3), Row(Float.NaN.toDouble, 4)), 1),
       org.apache.spark.sql.types.StructType.fromDDL("x DOUBLE, i INT"))
       // without a dictionary: parquet-java writes no bloom filter for a chunk it dictionary-encoded whole
       .write.option("parquet.bloom.filter.enabled#x", "true").option("parquet.enable.dictionary", "false").parquet(dir)
     val t = spark.read.parquet(dir)
-    for (pred <- Seq(col("x") === Double.NaN, col("x").isNaN, col("x") === 0.0d, col("x") === 2.5d, col("x").isin(Double.NaN, 0.0d))) {
+    for (pred <- Seq(col("x") === Double.NaN, col("x").isNaN, col("x") === 0.0d, col("x") === 2.5d,
+        col("x").isin(Double.NaN, 0.0d))) {
       val r = withSparkbloom(t.where(pred))
       assert(r.rows == truth(t.where(pred)), pred)
     }
@@ -228,10 +235,12 @@ class NativeFiltersSuite extends SparkSessionSuite {
     val f = new java.io.File(dir).listFiles().find(_.getName.endsWith(".parquet")).get
     java.nio.file.Files.write(f.toPath, "not parquet at all".getBytes)
     val e = intercept[Exception](withIndexEnabled(on = true)(df.collect()))
-    assert(e.toString.toLowerCase.contains("parquet") || Option(e.getCause).exists(_.toString.toLowerCase.contains("parquet")), e)
+    assert(e.toString.toLowerCase.contains("parquet") ||
+        Option(e.getCause).exists(_.toString.toLowerCase.contains("parquet")), e)
   }
 
-  test("review fixes: non-deterministic conditions, ambiguous names, field ids, pushdown off, foreign INT96 and rebase") {
+  test(
+    "review fixes: non-deterministic conditions, ambiguous names, field ids, pushdown off, foreign INT96 and rebase") {
     val t = () => spark.read.parquet(keyed)
     // with a non-deterministic conjunct, sparkbloom prunes on no more than Spark itself pushes to the scan
     val nd = withSparkbloom(t().where(rand(42) < 2.0 && col("id") === 4321L))
@@ -246,17 +255,23 @@ class NativeFiltersSuite extends SparkSessionSuite {
     spark.conf.set("spark.sql.sources.useV1SourceList", "")
     spark.conf.set("spark.sql.parquet.fieldId.read.enabled", "true")
     try assert(withSparkbloom(t().where(col("id") === 4321L)).nativeChecked == 0)
-    finally { spark.conf.unset("spark.sql.parquet.fieldId.read.enabled"); spark.conf.set("spark.sql.sources.useV1SourceList", oldV1) }
+    finally {
+      spark.conf.unset("spark.sql.parquet.fieldId.read.enabled");
+      spark.conf.set("spark.sql.sources.useV1SourceList", oldV1)
+    }
     // two fields matching one name case-insensitively: Spark's reader must still raise its error
     val dup = tempDir("dup") + "/t"
     spark.conf.set("spark.sql.caseSensitive", "true")
     try spark.range(0, 100, 1, 1).select(col("id").as("k"), (col("id") + 1000).as("K"))
-      .write.option("parquet.bloom.filter.enabled", "true").option("parquet.enable.dictionary", "false").parquet(dup)
+        .write.option("parquet.bloom.filter.enabled", "true").option("parquet.enable.dictionary", "false").parquet(dup)
     finally spark.conf.unset("spark.sql.caseSensitive")
-    val e = intercept[Exception](withIndexEnabled(on = true)(spark.read.schema("k BIGINT").parquet(dup).where(col("k") === -7L).collect()))
-    assert(e.toString.toLowerCase.contains("duplicate") || Option(e.getCause).exists(_.toString.toLowerCase.contains("duplicate")), e)
+    val e = intercept[Exception](
+      withIndexEnabled(on = true)(spark.read.schema("k BIGINT").parquet(dup).where(col("k") === -7L).collect()))
+    assert(e.toString.toLowerCase.contains("duplicate") ||
+        Option(e.getCause).exists(_.toString.toLowerCase.contains("duplicate")), e)
     // INT96 written by anything but Spark is never probed (Spark truncates its nanoseconds on read)
-    val int96 = org.apache.parquet.schema.Types.optional(org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName.INT96).named("ts")
+    val int96 = org.apache.parquet.schema.Types.optional(
+      org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName.INT96).named("ts")
     assert(FileEncodings.of(int96, java.util.Collections.emptyMap[String, String]()).isEmpty)
     assert(FileEncodings.of(int96, java.util.Collections.singletonMap("org.apache.spark.version", "4.0.4")).nonEmpty)
     // LEGACY rebase (session or read option) marks other writers' dates and timestamps unprobeable
@@ -270,8 +285,9 @@ class NativeFiltersSuite extends SparkSessionSuite {
   test("a comparison with 0.0 inferred from a join after the rewrite still turns the dictionary filter off") {
     val a = tempDir("infer") + "/a"
     spark.range(0, 500, 1, 1).select(lit(-0.0d).as("x"), col("id")).write.parquet(a) // dictionary-encoded -0.0
-    val q = () => spark.read.parquet(a).join(spark.range(0, 1).select(lit(0.0d).as("y")), col("x") === col("y"))
-      .where(col("y") === 0.0d).agg(count(lit(1)))
+    val q = () =>
+      spark.read.parquet(a).join(spark.range(0, 1).select(lit(0.0d).as("y")), col("x") === col("y"))
+        .where(col("y") === 0.0d).agg(count(lit(1)))
     info(s"Spark alone: ${sparkAlone(q())}")
     assert(withSparkbloom(q()).rows == truth(q()))
   }

@@ -26,7 +26,8 @@ class ScanMetricsSuite extends SparkSessionSuite {
   private lazy val table: String = {
     val dir = tempDir("metrics") + "/t"
     spark.range(0, 20000, 1, 20).select(col("id"), concat(lit("k-"), col("id")).as("s")).write.parquet(dir)
-    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id"), ColumnSpec("s")), Map.empty, ifNotExists = false)
+    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id"), ColumnSpec("s")), Map.empty,
+      ifNotExists = false)
     dir
   }
 
@@ -42,8 +43,9 @@ class ScanMetricsSuite extends SparkSessionSuite {
     val deadline = System.nanoTime() + 20L * 1000000000L
     var found: Option[Long] = None
     while (found.isEmpty && System.nanoTime() < deadline) {
-      found = store.executionsList().filter(e => e.completionTime.isDefined &&
-        e.physicalPlanDescription.contains("BloomIndexSkipping")).map(_.executionId).filter(_ > after).maxOption
+      found = store.executionsList().filter(e =>
+        e.completionTime.isDefined &&
+          e.physicalPlanDescription.contains("BloomIndexSkipping")).map(_.executionId).filter(_ > after).maxOption
       if (found.isEmpty) Thread.sleep(100)
     }
     found.getOrElse(fail("no finished execution with a BloomIndexSkipping node in the SQL status store"))
@@ -76,12 +78,15 @@ class ScanMetricsSuite extends SparkSessionSuite {
     assert(m("indexBytesRead").value == k.indexBytesRead)
     assert(k.filesKept == expectFiles, k)
     // Spark's own scan, under the metrics node, read only the kept files.
-    val scanned = collect(df.queryExecution.executedPlan) { case s: FileSourceScanExec => s.metrics("numFiles").value }.sum
+    val scanned = collect(df.queryExecution.executedPlan) { case s: FileSourceScanExec =>
+      s.metrics("numFiles").value
+    }.sum
     assert(scanned == expectFiles)
     k
   }
 
-  test("a point lookup without an exchange (no AQE stage) has the metrics node over its scan, with the skipping figures") {
+  test(
+    "a point lookup without an exchange (no AQE stage) has the metrics node over its scan, with the skipping figures") {
     IndexCache.clear()
     val k = check(spark.read.parquet(table).where(col("id") === 777L), expectFiles = 1)
     assert(k.filesTotal == 20 && k.indexBytesRead > 0)
@@ -111,24 +116,31 @@ class ScanMetricsSuite extends SparkSessionSuite {
     val id = lastChecked
     val ui = spark.sparkContext.uiWebUrl.get
     val url = s"$ui/api/v1/applications/${spark.sparkContext.applicationId}/sql/$id?details=true"
-    val json = { val src = Source.fromURL(url); try src.mkString finally src.close() }
+    val json = {
+      val src = Source.fromURL(url);
+      try src.mkString
+      finally src.close()
+    }
     assert(json.contains("\"nodeName\" : \"BloomIndexSkipping\""), json.take(2000))
     assert(json.contains("files skipped by bloom indexes"), json.take(2000))
     val node = spark.read.json(spark.createDataset(Seq(json))(org.apache.spark.sql.Encoders.STRING))
       .selectExpr("explode(nodes) AS n").where("n.nodeName = 'BloomIndexSkipping'")
-      .selectExpr("explode(n.metrics) AS m").where("m.name = 'files skipped by bloom indexes'").select("m.value").collect()
+      .selectExpr("explode(n.metrics) AS m").where("m.name = 'files skipped by bloom indexes'").select(
+        "m.value").collect()
     assert(node.map(_.getString(0)).toSeq == Seq("19"))
   }
 
   test("DESCRIBE BLOOM INDEX sums the same figures over the lookups this driver planned") {
-    def usage() = spark.sql(s"DESCRIBE BLOOM INDEX ix ON parquet.`$table`").collect().map(r => r.getString(0) -> r.getString(1)).toMap
+    def usage() = spark.sql(s"DESCRIBE BLOOM INDEX ix ON parquet.`$table`").collect().map(r =>
+      r.getString(0) -> r.getString(1)).toMap
     val before = usage()
     IndexCache.clear()
     val k = check(spark.read.parquet(table).where(col("id") === 4242L), expectFiles = 1)
     val after = usage()
     def n(m: Map[String, String], key: String) = m(key).toLong
     assert(n(after, "Lookups (this driver)") == n(before, "Lookups (this driver)") + 1)
-    assert(n(after, "Files Skipped (this driver)") - n(before, "Files Skipped (this driver)") == k.filesTotal - k.filesKept)
+    assert(n(after, "Files Skipped (this driver)") - n(before, "Files Skipped (this driver)") ==
+      k.filesTotal - k.filesKept)
     assert(n(after, "Index Bytes Read (this driver)") - n(before, "Index Bytes Read (this driver)") == k.indexBytesRead)
     assert(k.indexBytesRead > 0)
   }

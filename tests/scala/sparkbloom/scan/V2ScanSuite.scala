@@ -19,12 +19,14 @@ class V2ScanSuite extends SparkSessionSuite {
   private def v2[T](f: => T): T = {
     val old = spark.conf.get("spark.sql.sources.useV1SourceList")
     spark.conf.set("spark.sql.sources.useV1SourceList", "")
-    try f finally spark.conf.set("spark.sql.sources.useV1SourceList", old)
+    try f
+    finally spark.conf.set("spark.sql.sources.useV1SourceList", old)
   }
 
   private def truth(q: => DataFrame): Seq[Row] = withIndexEnabled(on = false) {
     spark.conf.set("spark.sql.parquet.filterPushdown", "false")
-    try sortRows(q.collect().toSeq) finally spark.conf.unset("spark.sql.parquet.filterPushdown")
+    try sortRows(q.collect().toSeq)
+    finally spark.conf.unset("spark.sql.parquet.filterPushdown")
   }
 
   /** Rows, the skipping and the files actually planned for reading (Spark's own splits after pruning). */
@@ -47,7 +49,7 @@ class V2ScanSuite extends SparkSessionSuite {
       // the index is declared on the V2 DataFrame itself, as a user would (df.bloomFilterIndex in Python)
       val target = DataFrameTable.target(spark.read.parquet(dir), Seq("id", "s"))
       assert(target.table == TableRef.Path(new org.apache.hadoop.fs.Path(dir).toUri.toString) ||
-        target.table.toString.contains(dir), target)
+          target.table.toString.contains(dir), target)
       BloomIndexes.create(spark, target.table, "ix", target.columns.map(ColumnSpec(_)), Map.empty, ifNotExists = false)
     }
     dir
@@ -58,7 +60,8 @@ class V2ScanSuite extends SparkSessionSuite {
       val t = () => spark.read.parquet(table)
       assert(collect(t().where(col("id") === 1L).queryExecution.executedPlan) { case b: BatchScanExec => b }.nonEmpty,
         "the read is a V2 BatchScan")
-      for ((pred, maxFiles) <- Seq[(org.apache.spark.sql.Column, Int)]((col("id") === 12345L, 1), (col("s") === "k-777", 1),
+      for ((pred, maxFiles) <- Seq[(org.apache.spark.sql.Column, Int)]((col("id") === 12345L, 1),
+          (col("s") === "k-777", 1),
           (col("id") === -5L, 0), (col("id").isin(7L, 20007L, 39999L), 3), (col("id") === 5L && col("g") === 0L, 1),
           (col("id") === 5L || col("s") === "k-30000", 2))) {
         val (rows, skipping, files) = withIndex(t().where(pred))
@@ -66,8 +69,10 @@ class V2ScanSuite extends SparkSessionSuite {
         // the same decision as the V1 scan of the same files (the reference path)
         val v1 = withIndexEnabled(on = true) {
           spark.conf.set("spark.sql.sources.useV1SourceList", "parquet")
-          try { val d = spark.read.parquet(table).where(pred); d.collect(); SkippingReport.forPlan(d.queryExecution.executedPlan) }
-          finally spark.conf.set("spark.sql.sources.useV1SourceList", "")
+          try {
+            val d = spark.read.parquet(table).where(pred); d.collect();
+            SkippingReport.forPlan(d.queryExecution.executedPlan)
+          } finally spark.conf.set("spark.sql.sources.useV1SourceList", "")
         }
         assert(v1.head.filesKept == files, s"$pred: V1 keeps ${v1.head.filesKept} files, V2 plans $files")
         assert(files <= maxFiles + 1, s"$pred: $files files planned") // + a false positive within the 0.1 budget

@@ -16,7 +16,7 @@ class BloomSqlParserDelegationSuite extends AnyFunSuite {
     "/* c */ DROP -- c\n BLOOM INDEX i ON t",
     "REFRESH BLOOM INDEX i ON t",
     "SHOW BLOOM INDEXES ON t",
-    "SHOW BLOOM INDEX ON t",          // ours, to say "expected INDEXES"
+    "SHOW BLOOM INDEX ON t", // ours, to say "expected INDEXES"
     "DESCRIBE BLOOM INDEX i ON t",
     "desc bloom index `i` on t",
     "CREATE BLOOMFILTER INDEX ON t FOR COLUMNS(a)",
@@ -29,8 +29,8 @@ class BloomSqlParserDelegationSuite extends AnyFunSuite {
     "DROP INDEX i ON t",
     "SHOW BLOOM",
     "CREATE BLOOM TABLE x",
-    "DESCRIBE bloom index",           // column `index` of table `bloom`
-    "DESCRIBE bloom index.x",         // field x of that column
+    "DESCRIBE bloom index", // column `index` of table `bloom`
+    "DESCRIBE bloom index.x", // field x of that column
     "DESCRIBE TABLE bloom",
     "REFRESH TABLE bloom",
     "CREATE BLOOMINDEX i ON t (a)",
@@ -63,7 +63,7 @@ class BloomSqlParserDelegationSuite extends AnyFunSuite {
       assert(ours.getMessage == theirs.getMessage, sql)
     }
     assert(intercept[ParseException](parser.parsePlan("SELEC 1")).getMessage.trim
-      .startsWith("[PARSE_SYNTAX_ERROR] Syntax error at or near 'SELEC'."))
+        .startsWith("[PARSE_SYNTAX_ERROR] Syntax error at or near 'SELEC'."))
   }
 
   test("Spark's other errors, such as an empty statement, are unchanged too") {

@@ -17,17 +17,18 @@ import org.scalatest.funsuite.AnyFunSuite
  */
 class BloomSqlParserForwardingSuite extends AnyFunSuite {
   private def recorder[T](iface: Class[T], calls: mutable.Buffer[(String, Seq[AnyRef])]): T =
-    Proxy.newProxyInstance(getClass.getClassLoader, Array[Class[_]](iface), new InvocationHandler {
-      override def invoke(proxy: AnyRef, m: Method, args: Array[AnyRef]): AnyRef = m.getName match {
-        // java.lang.Object's methods (the assertions compare arguments): identity, not recorded
-        case "equals" if m.getParameterCount == 1 => java.lang.Boolean.valueOf(proxy eq args(0))
-        case "hashCode" if m.getParameterCount == 0 => Integer.valueOf(System.identityHashCode(proxy))
-        case "toString" if m.getParameterCount == 0 => s"stub ${iface.getSimpleName}"
-        case _ =>
-          calls += m.getName -> Option(args).map(_.toSeq).getOrElse(Nil)
-          null
-      }
-    }).asInstanceOf[T]
+    Proxy.newProxyInstance(getClass.getClassLoader, Array[Class[_]](iface),
+      new InvocationHandler {
+        override def invoke(proxy: AnyRef, m: Method, args: Array[AnyRef]): AnyRef = m.getName match {
+          // java.lang.Object's methods (the assertions compare arguments): identity, not recorded
+          case "equals" if m.getParameterCount == 1 => java.lang.Boolean.valueOf(proxy eq args(0))
+          case "hashCode" if m.getParameterCount == 0 => Integer.valueOf(System.identityHashCode(proxy))
+          case "toString" if m.getParameterCount == 0 => s"stub ${iface.getSimpleName}"
+          case _ =>
+            calls += m.getName -> Option(args).map(_.toSeq).getOrElse(Nil)
+            null
+        }
+      }).asInstanceOf[T]
 
   /** Some instance of an interface, for arguments whose value only has to be passed on. */
   private def stub(iface: Class[_]): AnyRef = recorder(iface, mutable.Buffer.empty).asInstanceOf[AnyRef]

@@ -20,19 +20,23 @@ class BloomSqlSessionSuite extends SparkSessionSuite {
     val dir = java.nio.file.Files.createTempDirectory("sqlsuite").toString + "/t"
     spark.range(0, 1000, 1, 4).selectExpr("id", "cast(id as string) as s").write.parquet(dir)
     assert(spark.sql(s"SHOW BLOOM INDEXES ON parquet.`$dir`").collect().isEmpty)
-    val created = spark.sql(s"CREATE BLOOM INDEX ix ON parquet.`$dir` (id, s OPTIONS (fpp = 0.001)) OPTIONS (fpp = 0.05)").collect()
+    val created =
+      spark.sql(s"CREATE BLOOM INDEX ix ON parquet.`$dir` (id, s OPTIONS (fpp = 0.001)) OPTIONS (fpp = 0.05)").collect()
     assert(created.length == 1 && created.head.getAs[Long]("files_indexed") == 4L)
     val shown = spark.sql(s"SHOW BLOOM INDEXES ON parquet.`$dir`").collect()
     assert(shown.map(_.getAs[String]("name")).toSeq == Seq("ix"))
-    val info = spark.sql(s"DESCRIBE BLOOM INDEX ix ON parquet.`$dir`").collect().map(r => r.getString(0) -> r.getString(1)).toMap
+    val info =
+      spark.sql(s"DESCRIBE BLOOM INDEX ix ON parquet.`$dir`").collect().map(r => r.getString(0) -> r.getString(1)).toMap
     assert(info("Files Covered") == "4" && info("Version") == "1")
     assert(spark.sql(s"SELECT * FROM parquet.`$dir` WHERE id = 7").collect().map(_.getLong(0)).toSeq == Seq(7L))
     spark.sql(s"REFRESH BLOOM INDEX ix ON parquet.`$dir` FULL").collect()
-    val info2 = spark.sql(s"DESCRIBE BLOOM INDEX ix ON parquet.`$dir`").collect().map(r => r.getString(0) -> r.getString(1)).toMap
+    val info2 =
+      spark.sql(s"DESCRIBE BLOOM INDEX ix ON parquet.`$dir`").collect().map(r => r.getString(0) -> r.getString(1)).toMap
     assert(info2("Version") == "2")
     spark.sql(s"DROP BLOOM INDEX ix ON parquet.`$dir`").collect()
     assert(spark.sql(s"SHOW BLOOM INDEXES ON parquet.`$dir`").collect().isEmpty)
-    val e = intercept[org.apache.spark.sql.AnalysisException](spark.sql(s"CREATE BLOOM INDEX ix ON parquet.`$dir` (nope)"))
+    val e =
+      intercept[org.apache.spark.sql.AnalysisException](spark.sql(s"CREATE BLOOM INDEX ix ON parquet.`$dir` (nope)"))
     assert(e.getMessage.contains("Column nope does not exist"))
   }
 

@@ -47,11 +47,15 @@ class BloomStatementErrorsSuite extends AnyFunSuite {
     // options
     ("CREATE BLOOM INDEX i ON t (a OPTIONS (»))", "')'", "expected an option name"),
     ("CREATE BLOOM INDEX i ON t (a OPTIONS (»= 1))", "'='", "expected an option name"),
-    ("CREATE BLOOM INDEX i ON t (a) OPTIONS (»size = 1)", "'size'", "unknown option size; the options are false_reads_per_key, fpp and ndv"),
-    ("CREATE BLOOM INDEX i ON t (a) OPTIONS (»numItems = 1)", "'numItems'", "unknown option numItems; the options are false_reads_per_key, fpp and ndv"),
+    ("CREATE BLOOM INDEX i ON t (a) OPTIONS (»size = 1)", "'size'",
+      "unknown option size; the options are false_reads_per_key, fpp and ndv"),
+    ("CREATE BLOOM INDEX i ON t (a) OPTIONS (»numItems = 1)", "'numItems'",
+      "unknown option numItems; the options are false_reads_per_key, fpp and ndv"),
     ("CREATE BLOOM INDEX i ON t (a OPTIONS (fpp = 0.1, »FPP = 0.2))", "'FPP'", "option FPP is given twice"),
-    ("CREATE BLOOM INDEX i ON t (a) OPTIONS (false_reads_per_key = »0)", "'0'", "false_reads_per_key must be a positive number, got 0"),
-    ("CREATE BLOOM INDEX i ON t (a) OPTIONS (false_reads_per_key = »'x')", "''x''", "false_reads_per_key must be a positive number, got 'x'"),
+    ("CREATE BLOOM INDEX i ON t (a) OPTIONS (false_reads_per_key = »0)", "'0'",
+      "false_reads_per_key must be a positive number, got 0"),
+    ("CREATE BLOOM INDEX i ON t (a) OPTIONS (false_reads_per_key = »'x')", "''x''",
+      "false_reads_per_key must be a positive number, got 'x'"),
     ("CREATE BLOOM INDEX i ON t (a OPTIONS (fpp »0.1))", "'0.1'", "expected '='"),
     ("CREATE BLOOM INDEX i ON t (a OPTIONS (fpp = »abc))", "'abc'", "expected a number"),
     ("CREATE BLOOM INDEX i ON t (a OPTIONS (fpp = -»'0.1'))", "''0.1''", "expected a number"),
@@ -60,7 +64,8 @@ class BloomStatementErrorsSuite extends AnyFunSuite {
     ("CREATE BLOOM INDEX i ON t (a OPTIONS (fpp = »1))", "'1'", "fpp must be between 0 and 1 (exclusive), got 1"),
     ("CREATE BLOOM INDEX i ON t (a) OPTIONS (fpp = »1.5)", "'1.5'", "fpp must be between 0 and 1 (exclusive), got 1.5"),
     ("CREATE BLOOM INDEX i ON t (a) OPTIONS (fpp = »-0.1)", "'-'", "fpp must be between 0 and 1 (exclusive), got -0.1"),
-    ("CREATE BLOOM INDEX i ON t (a) OPTIONS (fpp = »1e-400)", "'1e-400'", "fpp must be between 0 and 1 (exclusive), got 1e-400"),
+    ("CREATE BLOOM INDEX i ON t (a) OPTIONS (fpp = »1e-400)", "'1e-400'",
+      "fpp must be between 0 and 1 (exclusive), got 1e-400"),
     ("CREATE BLOOM INDEX i ON t (a) OPTIONS (ndv = »0)", "'0'", "ndv must be a positive integer, got 0"),
     ("CREATE BLOOM INDEX i ON t (a) OPTIONS (ndv = »-5)", "'-'", "ndv must be a positive integer, got -5"),
     ("CREATE BLOOM INDEX i ON t (a) OPTIONS (ndv = »1.5)", "'1.5'", "ndv must be a positive integer, got 1.5"),
@@ -70,8 +75,10 @@ class BloomStatementErrorsSuite extends AnyFunSuite {
     ("CREATE BLOOMFILTER INDEX ON t »(a)", "'('", "expected FOR"),
     ("CREATE BLOOMFILTER INDEX ON t FOR »(a)", "'('", "expected COLUMNS"),
     ("CREATE BLOOMFILTER INDEX »idx ON t FOR COLUMNS(a)", "'idx'", "expected ON"),
-    ("CREATE BLOOMFILTER INDEX ON t FOR COLUMNS(a OPTIONS (»ndv = 5))", "'ndv'", "unknown option ndv; the options are false_reads_per_key, fpp and numItems"),
-    ("CREATE BLOOMFILTER INDEX ON t FOR COLUMNS(a OPTIONS (numItems = »0))", "'0'", "numItems must be a positive integer, got 0"),
+    ("CREATE BLOOMFILTER INDEX ON t FOR COLUMNS(a OPTIONS (»ndv = 5))", "'ndv'",
+      "unknown option ndv; the options are false_reads_per_key, fpp and numItems"),
+    ("CREATE BLOOMFILTER INDEX ON t FOR COLUMNS(a OPTIONS (numItems = »0))", "'0'",
+      "numItems must be a positive integer, got 0"),
     ("DROP BLOOMFILTER INDEX ON t FOR COLUMNS(a, »a)", "'a'", "column a is listed twice"),
     ("DROP BLOOMFILTER INDEX ON t FOR COLUMNS(a »OPTIONS (fpp = 0.1))", "'OPTIONS'", "expected ',' or ')'")
   )
@@ -91,9 +98,11 @@ class BloomStatementErrorsSuite extends AnyFunSuite {
     val sql = "CREATE BLOOM INDEX i\n  ON t (a)\n  OPTIONS (fpp = 2)"
     val e = intercept[ParseException](parser.parsePlan(sql))
     assert((e.start.line, e.start.startPosition) == ((Some(3), Some(17))))
-    assert(e.getMessage.trim.startsWith("[PARSE_SYNTAX_ERROR] Syntax error at or near '2': fpp must be between 0 and 1"))
+    assert(
+      e.getMessage.trim.startsWith("[PARSE_SYNTAX_ERROR] Syntax error at or near '2': fpp must be between 0 and 1"))
     assert(e.getMessage.contains("(line 3, pos 17)"))
-    assert(e.getMessage.contains("== SQL ==\nCREATE BLOOM INDEX i\n  ON t (a)\n  OPTIONS (fpp = 2)\n-----------------^^^"))
+    assert(
+      e.getMessage.contains("== SQL ==\nCREATE BLOOM INDEX i\n  ON t (a)\n  OPTIONS (fpp = 2)\n-----------------^^^"))
   }
 
   test("a statement that reaches the grammar without one of our verbs names the verbs it knows") {

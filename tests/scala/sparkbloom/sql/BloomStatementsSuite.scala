@@ -48,7 +48,8 @@ class BloomStatementsSuite extends AnyFunSuite {
   }
 
   test("option values may be strings, signed, in exponent form or carry a Spark literal suffix") {
-    val c = create("CREATE BLOOM INDEX i ON t (a OPTIONS ('fpp' = '0.01', `ndv` = \"1e6\"), b OPTIONS (fpp = +.5, ndv = 100L))")
+    val c = create(
+      "CREATE BLOOM INDEX i ON t (a OPTIONS ('fpp' = '0.01', `ndv` = \"1e6\"), b OPTIONS (fpp = +.5, ndv = 100L))")
     assert(c.columns == Seq(ColumnSpec("a", Some(0.01), Some(1000000L)), ColumnSpec("b", Some(0.5), Some(100L))))
   }
 
@@ -91,7 +92,8 @@ class BloomStatementsSuite extends AnyFunSuite {
 
   test("DROP BLOOM INDEX with and without IF EXISTS") {
     assert(parse("DROP BLOOM INDEX i ON t") == DropBloomIndexCommand(t, "i", ifExists = false))
-    assert(parse("drop bloom index if exists i on parquet.`/p`") == DropBloomIndexCommand(Path("/p"), "i", ifExists = true))
+    assert(parse("drop bloom index if exists i on parquet.`/p`") == DropBloomIndexCommand(Path("/p"), "i",
+      ifExists = true))
   }
 
   test("REFRESH BLOOM INDEX is incremental unless FULL is given") {
@@ -129,7 +131,8 @@ class BloomStatementsSuite extends AnyFunSuite {
   test("Databricks' DROP BLOOMFILTER INDEX drops the index, or only the listed columns") {
     assert(parse("DROP BLOOMFILTER INDEX ON TABLE t") == DropBloomIndexCommand(t, "bloomfilter", ifExists = false))
     assert(parse("drop bloomfilter index on parquet.`/p`") == DropBloomIndexCommand(Path("/p"), "bloomfilter", false))
-    assert(parse("DROP BLOOMFILTER INDEX ON t FOR COLUMNS(a, `B c`)") == DropBloomFilterColumnsCommand(t, Seq("a", "B c")))
+    assert(parse("DROP BLOOMFILTER INDEX ON t FOR COLUMNS(a, `B c`)") == DropBloomFilterColumnsCommand(t,
+      Seq("a", "B c")))
   }
 
   test("each command gets fresh output attributes with the documented names") {

@@ -29,7 +29,8 @@ class CommandOutputSuite extends AnyFunSuite {
       "columns" -> ArrayType(StringType, containsNull = false), "fpp" -> DoubleType, "ndv" -> LongType,
       "version" -> LongType, "files_covered" -> LongType, "row_groups_covered" -> LongType,
       "size_in_bytes" -> LongType, "files_not_covered" -> LongType, "false_reads_per_key" -> DoubleType))
-    assert(CommandOutput.showSchema.map(_.nullable) == Seq(false, false, true, true, false, false, false, false, false, true))
+    assert(CommandOutput.showSchema.map(_.nullable) == Seq(false, false, true, true, false, false, false, false, false,
+      true))
     assert(CommandOutput.showRow(description) ==
       Row("by_user", Seq("user_id", "session"), 0.01, null, 3L, 200L, 410L, 123456L, 3L, null))
     assert(CommandOutput.showRow(description.copy(fpp = None, falseReadsPerKey = Some(0.1))) ==

@@ -54,7 +54,8 @@ trait SparkSessionSuite extends AnyFunSuite with BeforeAndAfterAll with Adaptive
   /** A fresh empty folder under the suite's scratch folder, deleted afterwards. */
   protected def withTempDir[T](f: File => T): T = {
     val dir = Files.createTempDirectory(scratch.toPath, "t").toFile
-    try f(dir) finally deleteRecursively(dir)
+    try f(dir)
+    finally deleteRecursively(dir)
   }
 
   /** A fresh folder of its own (kept until the suite's scratch folder is deleted). */
@@ -64,7 +65,8 @@ trait SparkSessionSuite extends AnyFunSuite with BeforeAndAfterAll with Adaptive
   protected def withSQLConf[T](pairs: (String, String)*)(f: => T): T = {
     val before = pairs.map { case (k, _) => k -> spark.conf.getOption(k) }
     pairs.foreach { case (k, v) => spark.conf.set(k, v) }
-    try f finally before.foreach { case (k, v) => v.fold(spark.conf.unset(k))(spark.conf.set(k, _)) }
+    try f
+    finally before.foreach { case (k, v) => v.fold(spark.conf.unset(k))(spark.conf.set(k, _)) }
   }
 
   def withIndexEnabled[T](on: Boolean)(f: => T): T = withSQLConf("spark.sparkbloom.enabled" -> on.toString)(f)
@@ -86,7 +88,9 @@ trait SparkSessionSuite extends AnyFunSuite with BeforeAndAfterAll with Adaptive
       val df = query
       val rows = df.collect().toSeq
       val plan = df.queryExecution.executedPlan
-      val files = collect(plan) { case s: FileSourceScanExec => s.metrics.get("numFiles").map(_.value).getOrElse(0L) }.sum
+      val files = collect(plan) { case s: FileSourceScanExec =>
+        s.metrics.get("numFiles").map(_.value).getOrElse(0L)
+      }.sum
       val m = collect(plan) { case b: BloomScanMetricsExec => b.metrics.map { case (k, v) => k -> v.value } }
         .foldLeft(Map.empty[String, Long])(_ ++ _)
       (rows, SkippingReport.forPlan(plan), files, m, plan)

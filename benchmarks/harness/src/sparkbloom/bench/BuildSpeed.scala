@@ -7,9 +7,10 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.functions._
 
 /**
- * Issue 9, "a build at scan speed": times the index build against a plain scan of the same columns.
+ * "A build at scan speed": times the index build against a plain scan of the same columns.
  *
- *   dev/sbt "harness/runMain sparkbloom.bench.BuildSpeed [files=200] [rows=20000] [reps=3] [jfr=scan|harvest|none] [dir=/tmp/sparkbloom-buildspeed]"
+ *   dev/sbt "harness/runMain sparkbloom.bench.BuildSpeed [files=200] [rows=20000] [reps=3] \
+ *     [jfr=scan|harvest|none] [dir=/tmp/sparkbloom-buildspeed]"
  *
  * Writes (once, reused when present) a table of `files` one-row-group files of `rows` rows: `id` a unique
  * long, `u` a unique UUID-like string (too many distinct values for the dictionary), `c` a string of 50
@@ -22,7 +23,9 @@ import org.apache.spark.sql.functions._
  */
 object BuildSpeed {
   def main(args: Array[String]): Unit = {
-    val opts = args.map { a => val i = a.indexOf('='); a.substring(0, i) -> a.substring(i + 1) }.toMap
+    val opts = args.map { a =>
+      val i = a.indexOf('='); a.substring(0, i) -> a.substring(i + 1)
+    }.toMap
     val files = opts.getOrElse("files", "200").toInt
     val rows = opts.getOrElse("rows", "20000").toInt
     val reps = opts.getOrElse("reps", "3").toInt
@@ -49,16 +52,21 @@ object BuildSpeed {
         .select(col("id"),
           // UUID-like and unique: 36 characters derived from id (no dictionary can hold 20,000 of them)
           concat_ws("-", lpad(hex(xxhash64(col("id"))), 8, "0").substr(1, 8), lpad(hex(col("id")), 4, "0"),
-            lit("4abc"), lpad(hex(hash(col("id"))), 4, "0").substr(1, 4), lpad(hex(xxhash64(col("id"), lit(7))), 12, "0").substr(1, 12)).as("u"),
+          lit("4abc"), lpad(hex(hash(col("id"))), 4, "0").substr(1, 4),
+          lpad(hex(xxhash64(col("id"), lit(7))), 12, "0").substr(1, 12)).as("u"),
           concat(lit("category-"), (col("id") % 50).cast("string")).as("c"))
       val w = df.write.mode("overwrite")
       // parquet-java's filters sized for the rows of a file (its default expects 1M values: 1 MiB each)
       (if (bloom) cols.foldLeft(w.option("parquet.bloom.filter.enabled", "true")) { (w, c) =>
-        w.option(s"parquet.bloom.filter.expected.ndv#$c", rows.toString) } else w).parquet(dir)
+         w.option(s"parquet.bloom.filter.expected.ndv#$c", rows.toString)
+       }
+       else w).parquet(dir)
     }
     write(plain, bloom = false)
     write(native, bloom = true)
-    println(s"table: $files files x $rows rows ($plain, ${dirBytes(plain) >> 20} MiB; $native, ${dirBytes(native) >> 20} MiB)")
+    println(
+      s"table: $files files x $rows rows ($plain, ${dirBytes(plain) >> 20} MiB; $native, ${dirBytes(native) >> 20} " +
+        "MiB)")
 
     def noop(): Unit = spark.read.parquet(plain).select(cols.map(col): _*).write.format("noop").mode("overwrite").save()
     var n = 0
@@ -78,8 +86,12 @@ object BuildSpeed {
         val r = new jdk.jfr.Recording(jdk.jfr.Configuration.getConfiguration("profile"))
         r.start(); Some(r)
       } else None
-      val ms = (1 to reps).map { _ => val t0 = System.nanoTime(); f(); val t = (System.nanoTime() - t0) / 1e6; after(); t }
-      recording.foreach { r => r.stop(); r.dump(Paths.get(s"$root/$name.jfr")); r.close(); println(s"JFR: $root/$name.jfr") }
+      val ms = (1 to reps).map { _ =>
+        val t0 = System.nanoTime(); f(); val t = (System.nanoTime() - t0) / 1e6; after(); t
+      }
+      recording.foreach { r =>
+        r.stop(); r.dump(Paths.get(s"$root/$name.jfr")); r.close(); println(s"JFR: $root/$name.jfr")
+      }
       val med = ms.sorted.apply(ms.size / 2)
       println(f"$name%-8s runs ${ms.map(m => f"$m%.0f").mkString(", ")} ms; median $med%.0f ms")
       med

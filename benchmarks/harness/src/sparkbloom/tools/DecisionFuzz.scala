@@ -11,8 +11,9 @@ import org.apache.hadoop.fs.{FileStatus, Path}
 import org.apache.parquet.io.SeekableInputStream
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.CatalystTypeConverters
-import org.apache.spark.sql.catalyst.expressions.{And, AttributeReference, EqualNullSafe, EqualTo, ExprId, Expression,
-  GreaterThan, In, InSet, IsNull, Literal, Or}
+import org.apache.spark.sql.catalyst.expressions.{
+  And, AttributeReference, EqualNullSafe, EqualTo, ExprId, Expression, GreaterThan, In, InSet, IsNull, Literal, Or
+}
 import org.apache.spark.sql.functions.col
 import org.apache.spark.sql.types._
 import org.apache.spark.unsafe.types.UTF8String
@@ -165,21 +166,24 @@ object DecisionFuzz {
   // ---------------------------------------------------------------- one query
 
   private def checkQuery(t: Table, expr: Expression, rng: Random, q: Int, opts: NativeFilters.Options,
-                         conf: org.apache.hadoop.conf.Configuration, c: Counts, where: String, fail: String => Unit): Unit = {
+                         conf: org.apache.hadoop.conf.Configuration, c: Counts, where: String, fail: String => Unit)
+      : Unit = {
     val must = mustKeep(expr, t)
     val all = BloomPredicate.translate(expr, id => t.byExprId.get(id))
     val nativeKept = new BitSet(t.numRgs)
     var pruned = false
     for (f <- t.files) {
-      val d = NativeFilters.decide(new BytesStream(f.bytes), f.bytes.length.toLong, f.footer, 0L, f.bytes.length.toLong, all, opts)
+      val d = NativeFilters.decide(new BytesStream(f.bytes), f.bytes.length.toLong, f.footer, 0L, f.bytes.length.toLong,
+        all, opts)
       val kept = keptOf(f, d, s"$where file=${f.path}", fail)
       c.fileDecisions += 1
       c.rowGroupsDecided += f.numRgs
       if (d.isEmpty) c.nativeUndecided += 1
       d.foreach { x =>
         if (x.considered != f.numRgs || x.kept != kept.cardinality())
-          fail(s"BAD DECISION $where file=${f.path} predicate=[${expr.sql}]: considered ${x.considered} of ${f.numRgs}, " +
-            s"kept ${x.kept} but ${kept.cardinality()} ranges")
+          fail(
+            s"BAD DECISION $where file=${f.path} predicate=[${expr.sql}]: considered ${x.considered} of ${f.numRgs}, " +
+              s"kept ${x.kept} but ${kept.cardinality()} ranges")
       }
       var rg = 0
       while (rg < f.numRgs) {
@@ -193,13 +197,18 @@ object DecisionFuzz {
         }
         rg += 1
       }
-      if (q % 8 == 0) { checkSplits(f, all, opts, kept, d.isDefined, rng, s"$where file=${f.path} predicate=[${expr.sql}]", fail); c.splitChecks += 1 }
+      if (q % 8 == 0) {
+        checkSplits(f, all, opts, kept, d.isDefined, rng, s"$where file=${f.path} predicate=[${expr.sql}]", fail);
+        c.splitChecks += 1
+      }
       if (q % 61 == 0) {
         val stored = NativeFilters.decide(conf, f.path, 0L, f.bytes.length.toLong, all, opts)
         c.storageChecks += 1
         if (stored.map(_.ranges.toSeq) != d.map(_.ranges.toSeq) || stored.map(_.invalid) != d.map(_.invalid))
-          fail(s"STORAGE DIFFERS $where file=${f.path} predicate=[${expr.sql}]: from storage ${stored.map(_.ranges.mkString(","))}, " +
-            s"in memory ${d.map(_.ranges.mkString(","))}")
+          fail(
+            s"STORAGE DIFFERS $where file=${f.path} predicate=[${expr.sql}]: from storage " +
+              s"${stored.map(_.ranges.mkString(","))}, " +
+              s"in memory ${d.map(_.ranges.mkString(","))}")
       }
     }
     if (pruned) c.queriesNativePruned += 1
@@ -208,8 +217,11 @@ object DecisionFuzz {
       // Every index that answers part of the condition, ANDed (as BloomSkippingFileIndex); files covered by
       // none of them are read whole.
       val answering = t.indexes.flatMap { ix =>
-        val pred = BloomPredicate.translate(expr, id => t.byExprId.get(id).flatMap(n => ix.columns.find(_ == n)
-          .orElse(ix.columns.find(_.equalsIgnoreCase(n)))))
+        val pred = BloomPredicate.translate(expr,
+          id =>
+            t.byExprId.get(id).flatMap(n =>
+              ix.columns.find(_ == n)
+                .orElse(ix.columns.find(_.equalsIgnoreCase(n)))))
         if (pred == BloomPredicate.Unknown) None else Some(ix -> pred)
       }
       val indexKept = new BitSet(t.numRgs); indexKept.set(0, t.numRgs)
@@ -219,8 +231,9 @@ object DecisionFuzz {
         if (q % 16 == 0) {
           val fromStorage = new SlicedProbe(ix.version.layout, ix.stored).mightMatch(pred)
           c.storageChecks += 1
-          if (fromStorage != b) fail(s"STORAGE DIFFERS (index ${ix.version.meta.name}) $where predicate=[${expr.sql}]: " +
-            s"planner's prober $fromStorage, in memory $b")
+          if (fromStorage != b)
+            fail(s"STORAGE DIFFERS (index ${ix.version.meta.name}) $where predicate=[${expr.sql}]: " +
+              s"planner's prober $fromStorage, in memory $b")
         }
         val says = new BitSet(t.numRgs); says.set(0, t.numRgs)
         var lrg = 0
@@ -234,11 +247,13 @@ object DecisionFuzz {
       }
       if (answering.nonEmpty) {
         val indexedCols = answering.flatMap(_._1.columns.map(_.toLowerCase(java.util.Locale.ROOT))).toSet
-        val covered = BloomPredicate.translate(expr, id => t.byExprId.get(id).filterNot(n => indexedCols.contains(n.toLowerCase(java.util.Locale.ROOT))))
+        val covered = BloomPredicate.translate(expr,
+          id => t.byExprId.get(id).filterNot(n => indexedCols.contains(n.toLowerCase(java.util.Locale.ROOT))))
         var ixPruned = false
         for (f <- t.files) {
           val nativeOnCovered = if (!NativeFilters.prunable(covered)) None
-            else NativeFilters.decide(new BytesStream(f.bytes), f.bytes.length.toLong, f.footer, 0L, f.bytes.length.toLong, covered, opts)
+          else NativeFilters.decide(new BytesStream(f.bytes), f.bytes.length.toLong, f.footer, 0L,
+            f.bytes.length.toLong, covered, opts)
           val keptCovered = keptOf(f, nativeOnCovered, s"$where file=${f.path} (covered)", fail)
           var rg = 0
           while (rg < f.numRgs) {
@@ -251,10 +266,14 @@ object DecisionFuzz {
               val combined = ixKeeps && keptCovered.get(rg)
               if (!combined) c.combinedPruned += 1
               if (must.get(g) && !ixKeeps)
-                fail(s"MISSED ROWS (index ${answering.map(_._1.version.meta.name).mkString(",")}) $where file=${f.path} row_group=$rg writer=${t.label}\n" +
-                  s"  predicate: ${expr.sql}\n  index predicates: ${answering.map(_._2.sql).mkString(" AND ")}")
+                fail(
+                  s"MISSED ROWS (index ${answering.map(_._1.version.meta.name).mkString(",")}) $where file=${f.path} " +
+                    s"row_group=$rg writer=${t.label}\n" +
+                    s"  predicate: ${expr.sql}\n  index predicates: ${answering.map(_._2.sql).mkString(" AND ")}")
               else if (must.get(g) && !combined)
-                fail(s"MISSED ROWS (index + native filters on ${covered.sql}) $where file=${f.path} row_group=$rg\n  predicate: ${expr.sql}")
+                fail(
+                  s"MISSED ROWS (index + native filters on ${covered.sql}) $where file=${f.path} row_group=$rg\n  " +
+                    s"predicate: ${expr.sql}")
             }
             rg += 1
           }
@@ -275,7 +294,8 @@ object DecisionFuzz {
         while (i + 1 < r.length) {
           f.rgByStart.get(r(i)) match {
             case Some(rg) if f.footer.rowGroups(rg).end == r(i + 1) && rg > last => kept.set(rg); last = rg
-            case _ => fail(s"BAD RANGES $where: [${r(i)}, ${r(i + 1)}) is not the next row group; ranges ${r.mkString(",")}")
+            case _ =>
+              fail(s"BAD RANGES $where: [${r(i)}, ${r(i + 1)}) is not the next row group; ranges ${r.mkString(",")}")
           }
           i += 2
         }
@@ -285,7 +305,8 @@ object DecisionFuzz {
   }
 
   /** Random splits of the file: each row group decided by the split holding its midpoint, as over the whole file. */
-  private def checkSplits(f: FileData, pred: BloomPredicate, opts: NativeFilters.Options, whole: BitSet, decidable: Boolean,
+  private def checkSplits(f: FileData, pred: BloomPredicate, opts: NativeFilters.Options, whole: BitSet,
+                          decidable: Boolean,
                           rng: Random, where: String, fail: String => Unit): Unit = {
     val len = f.bytes.length.toLong
     val cuts = (Seq.fill(1 + rng.nextInt(4))(1L + (rng.nextDouble() * (len - 1)).toLong) :+ 0L :+ len).distinct.sorted
@@ -305,11 +326,12 @@ object DecisionFuzz {
         if (!inSplit && !kept.get(rg)) fail(s"SPLIT $where [$s, $e): row group $rg outside the split was dropped")
       }
     }
-    if (decidable && considered != f.numRgs) fail(s"SPLIT $where: ${considered} row groups considered over the splits, not ${f.numRgs}")
+    if (decidable && considered != f.numRgs)
+      fail(s"SPLIT $where: ${considered} row groups considered over the splits, not ${f.numRgs}")
   }
 
-  private def bits(must: BitSet, f: FileData): String =
-    (0 until f.numRgs).filter(rg => must.get(f.base + rg)).mkString("{", ", ", "}")
+  private def bits(must: BitSet, f: FileData): String = (0 until f.numRgs).filter(rg => must.get(f.base + rg)).mkString(
+    "{", ", ", "}")
 
   // ---------------------------------------------------------------- the oracle
 
@@ -322,23 +344,28 @@ object DecisionFuzz {
     case EqualNullSafe(a: AttributeReference, Literal(null, _)) => t.byName(a.name).nulls.clone().asInstanceOf[BitSet]
     case EqualNullSafe(a: AttributeReference, Literal(v, _)) => holding(t, a, v)
     case In(a: AttributeReference, list) =>
-      val out = new BitSet(t.numRgs); list.foreach { case Literal(v, _) => out.or(holding(t, a, v)); case _ => out.set(0, t.numRgs) }; out
-    case InSet(a: AttributeReference, set) => val out = new BitSet(t.numRgs); set.foreach(v => out.or(holding(t, a, v))); out
+      val out = new BitSet(t.numRgs);
+      list.foreach { case Literal(v, _) => out.or(holding(t, a, v)); case _ => out.set(0, t.numRgs) }; out
+    case InSet(a: AttributeReference, set) =>
+      val out = new BitSet(t.numRgs); set.foreach(v => out.or(holding(t, a, v))); out
     case IsNull(a: AttributeReference) => t.byName(a.name).nulls.clone().asInstanceOf[BitSet]
     case _ => val out = new BitSet(t.numRgs); out.set(0, t.numRgs); out // not answerable by bloom filters
   }
 
   private def holding(t: Table, a: AttributeReference, v: Any): BitSet =
     if (v == null) new BitSet(t.numRgs)
-    else Option(t.byName(a.name).where.get(normalise(v, a.dataType))).map(_.clone().asInstanceOf[BitSet]).getOrElse(new BitSet(t.numRgs))
+    else Option(t.byName(a.name).where.get(normalise(v, a.dataType))).map(_.clone().asInstanceOf[BitSet]).getOrElse(
+      new BitSet(t.numRgs))
 
   /**
    * A key equal for values Spark's `=` finds equal. Floating values become their bits (NaN canonical, -0.0 as
    * 0.0) times an odd constant (a bijection): boxed Float/Double hash round numbers into few hash buckets.
    */
   private def normalise(v: Any, dt: DataType): Any = (v, dt) match {
-    case (f: Float, _) => java.lang.Integer.valueOf(java.lang.Float.floatToIntBits(if (f == 0.0f) 0.0f else f) * 0x9E3779B9)
-    case (d: Double, _) => java.lang.Long.valueOf(java.lang.Double.doubleToLongBits(if (d == 0.0d) 0.0d else d) * 0x9E3779B97F4A7C15L)
+    case (f: Float, _) =>
+      java.lang.Integer.valueOf(java.lang.Float.floatToIntBits(if (f == 0.0f) 0.0f else f) * 0x9e3779b9)
+    case (d: Double, _) =>
+      java.lang.Long.valueOf(java.lang.Double.doubleToLongBits(if (d == 0.0d) 0.0d else d) * 0x9e3779b97f4a7c15L)
     case (d: Decimal, _) => d.toJavaBigDecimal.stripTrailingZeros()
     case (b: Array[Byte], _) => ByteBuffer.wrap(b)
     case (x, _) => x
@@ -364,13 +391,14 @@ object DecisionFuzz {
     val x = rng.nextInt(100)
     if (x < 35) { val v = lit(value(rng, c)); if (rng.nextInt(8) == 0) EqualTo(v, c.attr) else EqualTo(c.attr, v) }
     else if (x < 45) EqualNullSafe(c.attr, if (rng.nextInt(4) == 0) lit(null) else lit(value(rng, c)))
-    else if (x < 60) In(c.attr, Seq.fill(2 + rng.nextInt(9))(if (rng.nextInt(20) == 0) lit(null) else lit(value(rng, c))))
+    else if (x < 60)
+      In(c.attr, Seq.fill(2 + rng.nextInt(9))(if (rng.nextInt(20) == 0) lit(null) else lit(value(rng, c))))
     else if (x < 80) {
       val vs = Seq.fill(11 + rng.nextInt(60))(value(rng, c))
-      // Spark's optimizer turns an IN of more than spark.sql.optimizer.inSetConversionThreshold (10) literals into InSet.
+      // Spark's optimizer turns an IN of more than spark.sql.optimizer.inSetConversionThreshold (10) literals into
+      // InSet.
       if (rng.nextBoolean()) InSet(c.attr, vs.toSet) else In(c.attr, vs.map(lit))
-    }
-    else if (x < 88) IsNull(c.attr)
+    } else if (x < 88) IsNull(c.attr)
     else if (x < 91) EqualTo(c.attr, lit(null))
     else if (x < 95) GreaterThan(c.attr, lit(value(rng, c)))
     else EqualTo(c.attr, lit(special(rng, c.dataType)))
@@ -390,18 +418,21 @@ object DecisionFuzz {
       case ByteType => near.map(v => (v.asInstanceOf[Byte] + 1).toByte).getOrElse(rng.nextInt(256).toByte)
       case ShortType => near.map(v => (v.asInstanceOf[Short] + 1).toShort).getOrElse(rng.nextInt(65536).toShort)
       case IntegerType | DateType => near.map(v => v.asInstanceOf[Int] + 1 + rng.nextInt(3)).getOrElse(
-        if (c.dataType == DateType) rng.nextInt(80000) - 20000 else rng.nextInt())
-      case LongType | TimestampType | TimestampNTZType => near.map(v => v.asInstanceOf[Long] + 1 + rng.nextInt(3)).getOrElse(rng.nextLong())
+          if (c.dataType == DateType) rng.nextInt(80000) - 20000 else rng.nextInt())
+      case LongType | TimestampType | TimestampNTZType =>
+        near.map(v => v.asInstanceOf[Long] + 1 + rng.nextInt(3)).getOrElse(rng.nextLong())
       case FloatType => near.map(v => v.asInstanceOf[Float] + 0.0625f).getOrElse((rng.nextGaussian() * 1000).toFloat)
       case DoubleType => near.map(v => v.asInstanceOf[Double] + 0.125).getOrElse(rng.nextGaussian() * 1000)
-      case _: StringType => near.map(v => UTF8String.fromString(v.toString + (if (rng.nextBoolean()) "x" else " "))).getOrElse(
-        UTF8String.fromString(rng.alphanumeric.take(rng.nextInt(12)).mkString))
+      case _: StringType =>
+        near.map(v => UTF8String.fromString(v.toString + (if (rng.nextBoolean()) "x" else " "))).getOrElse(
+          UTF8String.fromString(rng.alphanumeric.take(rng.nextInt(12)).mkString))
       case BinaryType => Array.fill(rng.nextInt(8))(rng.nextInt(256).toByte)
       case BooleanType => rng.nextBoolean()
       case d: DecimalType =>
         val limit = math.pow(10, math.min(d.precision, 18)).toLong // |unscaled| < 10^precision
-        val unscaled = near.map(v => v.asInstanceOf[Decimal].toJavaBigDecimal.setScale(d.scale).unscaledValue().longValue() + 1)
-          .getOrElse(rng.nextLong()) % limit
+        val unscaled =
+          near.map(v => v.asInstanceOf[Decimal].toJavaBigDecimal.setScale(d.scale).unscaledValue().longValue() + 1)
+            .getOrElse(rng.nextLong()) % limit
         Decimal(java.math.BigDecimal.valueOf(unscaled, d.scale), d.precision, d.scale)
       case _ => null
     }
@@ -423,7 +454,8 @@ object DecisionFuzz {
   // ---------------------------------------------------------------- loading
 
   private val Supported: DataType => Boolean = {
-    case ByteType | ShortType | IntegerType | LongType | FloatType | DoubleType | DateType | BinaryType | BooleanType => true
+    case ByteType | ShortType | IntegerType | LongType | FloatType | DoubleType | DateType | BinaryType | BooleanType =>
+      true
     case TimestampType | TimestampNTZType => true
     case s: StringType => s == StringType
     case _: DecimalType => true
@@ -452,7 +484,8 @@ object DecisionFuzz {
     val files = statuses.map { st =>
       val footer = Footers.read(conf, st.getPath)
       val in = fs.open(st.getPath)
-      val bytes = try { val b = new Array[Byte](st.getLen.toInt); in.readFully(0L, b); b } finally in.close()
+      val bytes = try { val b = new Array[Byte](st.getLen.toInt); in.readFully(0L, b); b }
+      finally in.close()
       val f = new FileData(st, bytes, footer, base)
       base += f.numRgs
       f
@@ -461,7 +494,8 @@ object DecisionFuzz {
     val df = spark.read.parquet(statuses.map(_.getPath.toString).toIndexedSeq: _*)
     val cols = df.schema.fields.filter(f => Supported(f.dataType)).map(f => new Column(f.name, f.dataType))
     val conv = cols.map(c => CatalystTypeConverters.createToCatalystConverter(c.dataType))
-    val rows = df.select((cols.map(c => col(s"`${c.name}`")) :+ col("_metadata.file_path") :+ col("_metadata.row_index")).toSeq: _*).collect()
+    val rows = df.select((cols.map(c => col(s"`${c.name}`")) :+ col("_metadata.file_path") :+
+        col("_metadata.row_index")).toSeq: _*).collect()
     val byPath = files.map(f => f.path.toUri.getPath -> f).toMap
     val rowCounts = files.map(f => f.footer.rowGroups.map(_.numRows).scanLeft(0L)(_ + _).toArray)
     val fileNo = files.zipWithIndex.map { case (f, i) => f -> i }.toMap
@@ -513,14 +547,16 @@ object DecisionFuzz {
             while (lrg < l.firstRg(fno + 1)) {
               val ord = l.rgOrdinal(lrg)
               require(l.rgRows(lrg) == f.footer.rowGroups(ord).numRows,
-                s"index ${meta.name}: row group $ord of ${f.path} has ${l.rgRows(lrg)} rows in the index, ${f.footer.rowGroups(ord).numRows} in the file")
+                s"index ${meta.name}: row group $ord of ${f.path} has ${l.rgRows(lrg)} rows in the index, " +
+                  s"${f.footer.rowGroups(ord).numRows} in the file")
               toGlobal(lrg) = f.base + ord
               covered.set(f.base + ord)
               lrg += 1
             }
           }
         }
-        new Index(v, memoryProber(fs, v), Probers.forVersion(spark, v, new Probers.Counters), meta.columns.map(_.name), toGlobal, covered)
+        new Index(v, memoryProber(fs, v), Probers.forVersion(spark, v, new Probers.Counters), meta.columns.map(_.name),
+          toGlobal, covered)
       }
     }
   }
@@ -528,29 +564,36 @@ object DecisionFuzz {
   /** Probes runs held in memory: each run of each segment read and CRC-checked once (None: damaged). */
   private def memoryProber(fs: org.apache.hadoop.fs.FileSystem, v: IndexVersion): SlicedProbe.Prober = {
     val runs: Map[String, Array[Option[Array[Byte]]]] = v.layout.segments.map { seg =>
-      seg.file -> (if (v.damaged.contains(seg.file)) Array.fill[Option[Array[Byte]]](seg.blocks)(None) else v.memorySegments.get(seg.file) match {
-        case Some(bytes) => Array.tabulate[Option[Array[Byte]]](seg.blocks)(b => Some(java.util.Arrays.copyOfRange(bytes, seg.runOffset(b).toInt, seg.runOffset(b).toInt + seg.runBytes)))
-        case None =>
-          val read = RunReader.read(RunReader.withoutChecksumFiles(fs),
-            new Path(v.dir, seg.file), seg, 0 until seg.blocks)
-          Array.tabulate[Option[Array[Byte]]](seg.blocks)(b => read.getOrElse(b, None))
-      })
+      seg.file ->
+        (if (v.damaged.contains(seg.file)) Array.fill[Option[Array[Byte]]](seg.blocks)(None)
+         else v.memorySegments.get(seg.file) match {
+           case Some(bytes) => Array.tabulate[Option[Array[Byte]]](seg.blocks)(b =>
+               Some(java.util.Arrays.copyOfRange(bytes, seg.runOffset(b).toInt, seg.runOffset(b).toInt + seg.runBytes)))
+           case None =>
+             val read = RunReader.read(RunReader.withoutChecksumFiles(fs),
+               new Path(v.dir, seg.file), seg, 0 until seg.blocks)
+             Array.tabulate[Option[Array[Byte]]](seg.blocks)(b => read.getOrElse(b, None))
+         })
     }.toMap
-    requests => requests.map { r =>
-      val segRuns = runs(r.segment.file)
-      r.segmentIndex -> SlicedProbe.probeRuns(r.segment, r.hashes, blocks => blocks.map(b => b -> segRuns(b)).toMap)
-    }.toMap
+    requests =>
+      requests.map { r =>
+        val segRuns = runs(r.segment.file)
+        r.segmentIndex -> SlicedProbe.probeRuns(r.segment, r.hashes, blocks => blocks.map(b => b -> segRuns(b)).toMap)
+      }.toMap
   }
 
   private def nativeChunks(f: FileData): Long =
-    f.footer.blocks.iterator.map(b => { import scala.jdk.CollectionConverters._; b.getColumns.asScala.count(_.getBloomFilterOffset >= 0).toLong }).sum
+    f.footer.blocks.iterator.map(b => {
+      import scala.jdk.CollectionConverters._; b.getColumns.asScala.count(_.getBloomFilterOffset >= 0).toLong
+    }).sum
 
   private def add(into: Counts, c: Counts): Unit = {
     into.queries += c.queries; into.fileDecisions += c.fileDecisions; into.rowGroupsDecided += c.rowGroupsDecided
     into.mustKeep += c.mustKeep; into.nativePruned += c.nativePruned; into.nativeUndecided += c.nativeUndecided
     into.indexDecided += c.indexDecided; into.indexMustKeep += c.indexMustKeep; into.indexPruned += c.indexPruned
     into.combinedPruned += c.combinedPruned; into.splitChecks += c.splitChecks; into.storageChecks += c.storageChecks
-    into.errors += c.errors; into.queriesNativePruned += c.queriesNativePruned; into.queriesIndexPruned += c.queriesIndexPruned
+    into.errors += c.errors; into.queriesNativePruned += c.queriesNativePruned;
+    into.queriesIndexPruned += c.queriesIndexPruned
   }
 
   private def ratio(a: Long, b: Long): java.lang.Double = if (b == 0) null else java.lang.Double.valueOf(a.toDouble / b)
@@ -561,7 +604,9 @@ object DecisionFuzz {
     m
   }
 
-  private def list(xs: Seq[AnyRef]): java.util.ArrayList[AnyRef] = { val l = new java.util.ArrayList[AnyRef](); xs.foreach(l.add); l }
+  private def list(xs: Seq[AnyRef]): java.util.ArrayList[AnyRef] = {
+    val l = new java.util.ArrayList[AnyRef](); xs.foreach(l.add); l
+  }
 
   /** A file's bytes as a [[SeekableInputStream]] (what [[NativeFilters.decide]] reads filters through). */
   private final class BytesStream(bytes: Array[Byte]) extends SeekableInputStream {
@@ -573,7 +618,8 @@ object DecisionFuzz {
     }
     override def read(): Int = if (pos >= bytes.length) -1 else { val b = bytes(pos) & 0xff; pos += 1; b }
     override def read(b: Array[Byte], off: Int, len: Int): Int =
-      if (len == 0) 0 else if (pos >= bytes.length) -1
+      if (len == 0) 0
+      else if (pos >= bytes.length) -1
       else { val n = math.min(len, bytes.length - pos); System.arraycopy(bytes, pos, b, off, n); pos += n; n }
     override def readFully(b: Array[Byte]): Unit = readFully(b, 0, b.length)
     override def readFully(b: Array[Byte], off: Int, len: Int): Unit = {
@@ -581,11 +627,13 @@ object DecisionFuzz {
       System.arraycopy(bytes, pos, b, off, len); pos += len
     }
     override def read(buf: ByteBuffer): Int = {
-      if (!buf.hasRemaining) 0 else if (pos >= bytes.length) -1
+      if (!buf.hasRemaining) 0
+      else if (pos >= bytes.length) -1
       else { val n = math.min(buf.remaining(), bytes.length - pos); buf.put(bytes, pos, n); pos += n; n }
     }
     override def readFully(buf: ByteBuffer): Unit = {
-      if (buf.remaining() > bytes.length - pos) throw new java.io.EOFException(s"${buf.remaining()} bytes at $pos of ${bytes.length}")
+      if (buf.remaining() > bytes.length - pos)
+        throw new java.io.EOFException(s"${buf.remaining()} bytes at $pos of ${bytes.length}")
       val n = buf.remaining(); buf.put(bytes, pos, n); pos += n
     }
   }

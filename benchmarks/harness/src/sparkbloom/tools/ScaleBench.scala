@@ -72,7 +72,8 @@ object ScaleBench {
           val bytes = filter.toBytes
           filterBytes += bytes.length
           val (segment, slot) = writer.add(columnName(c), c, bytes)
-          entries += EntryMeta(path, rgs * rgBytes + 1024, 1700000000000L + f, r, 4L + r * rgBytes, 4L + (r + 1) * rgBytes,
+          entries += EntryMeta(path, rgs * rgBytes + 1024, 1700000000000L + f, r, 4L + r * rgBytes,
+            4L + (r + 1) * rgBytes,
             valuesPerRg, columnName(c), "INT64", "", 0, false, false, valuesPerRg, valuesPerRg, "scan",
             filter.observedFpp.toFloat, segment, slot)
         }
@@ -83,10 +84,13 @@ object ScaleBench {
     entries.clear()
     IndexStore.writeLayout(fs, indexDir, dataDirName, layout)
     val stats = layout.columns.toSeq.map(c => ColumnStats.ofLayout(layout, c, maxBitsPerValue))
-    IndexStore.commit(fs, conf, indexDir, IndexMeta("ix", s"parquet.`$qualified`", qualified.toString, cols, None, None, 1L,
-      System.currentTimeMillis(), dataDirName, layout.numFiles, layout.numRowGroups, layout.numRowGroups.toLong * columns,
-      0L, layout.numRowGroups.toLong * columns, filterBytes, Some(falseReadsPerKey), None, Some(maxBitsPerValue), Some(stats),
-      Some(2), Some(Seq(dataDirName))))
+    IndexStore.commit(fs, conf, indexDir,
+      IndexMeta("ix", s"parquet.`$qualified`", qualified.toString, cols, None, None, 1L,
+        System.currentTimeMillis(), dataDirName, layout.numFiles, layout.numRowGroups,
+        layout.numRowGroups.toLong * columns,
+        0L, layout.numRowGroups.toLong * columns, filterBytes, Some(falseReadsPerKey), None, Some(maxBitsPerValue),
+        Some(stats),
+        Some(2), Some(Seq(dataDirName))))
     val layoutBytes = fs.getFileStatus(new Path(new Path(indexDir, dataDirName), IndexStore.LayoutFile)).getLen
     Json.obj(
       "row_groups" -> rowGroups, "files" -> numFiles, "columns" -> columns, "values_per_row_group" -> valuesPerRg,
@@ -115,7 +119,9 @@ object ScaleBench {
     mem.getHeapMemoryUsage.getUsed
   }
 
-  private def percentile(xs: Seq[Double], q: Double): Double = { val s = xs.sorted; s(math.min(s.size - 1, (q * s.size).toInt)) }
+  private def percentile(xs: Seq[Double], q: Double): Double = {
+    val s = xs.sorted; s(math.min(s.size - 1, (q * s.size).toInt))
+  }
 
   /**
    * Planning of a point lookup and an IN-100 over the index written by [[write]]: cold (sparkbloom's cache
@@ -133,8 +139,9 @@ object ScaleBench {
     val meta0 = IndexStore.latestMeta(fs, indexDir)._1.get
     val layout0 = IndexStore.load(fs, conf, indexDir, meta0).layout
     val numRowGroups = layout0.numRowGroups
-    val listing = layout0.paths.indices.map(f => FileStatusWithMetadata(
-      new FileStatus(layout0.sizes(f), false, 1, 1L << 27, layout0.mtimes(f), new Path(layout0.paths(f))))).toArray
+    val listing = layout0.paths.indices.map(f =>
+      FileStatusWithMetadata(
+        new FileStatus(layout0.sizes(f), false, 1, 1L << 27, layout0.mtimes(f), new Path(layout0.paths(f))))).toArray
     val rgPerFile = layout0.firstRg(1) - layout0.firstRg(0)
     IndexCache.clear()
     val listed = new SimulatedListing(listing, qualified)
@@ -176,9 +183,13 @@ object ScaleBench {
     val colds = (0 until math.max(3, repeats / 4)).map { _ => IndexCache.clear(); plan(Seq(present())) }
     val pointCold = percentile(colds.map(_._1), 0.5)
     val coldKept = colds.head._2
-    val warmPoint = (0 until repeats).map { _ => val k = present(); plan(Seq(k)); plan(Seq(k)) }
+    val warmPoint = (0 until repeats).map { _ =>
+      val k = present(); plan(Seq(k)); plan(Seq(k))
+    }
     val pointWarm = warmPoint.map(_._1)
-    val absentWarm = (0 until repeats).map { _ => val k = absent(); plan(Seq(k)); plan(Seq(k)) }
+    val absentWarm = (0 until repeats).map { _ =>
+      val k = absent(); plan(Seq(k)); plan(Seq(k))
+    }
     val retainedAfterPoints = usedHeapAfterGc() - baseline
     val cacheAfterPoints = IndexCache.usedBytes
     val inKeys = Seq.fill(100)(present())
@@ -186,7 +197,9 @@ object ScaleBench {
     val in100 = (0 until repeats).map(_ => plan(inKeys))
     val indexPoint = (0 until repeats).map(_ => indexOnly(Seq(present()))._1)
     val indexIn100 = (0 until repeats).map(_ => indexOnly(inKeys)._1)
-    val indexCold = percentile((0 until math.max(3, repeats / 4)).map { _ => IndexCache.clear(); indexOnly(Seq(present()))._1 }, 0.5)
+    val indexCold = percentile((0 until math.max(3, repeats / 4)).map { _ =>
+        IndexCache.clear(); indexOnly(Seq(present()))._1
+      }, 0.5)
     IndexCache.clear()
     (0 until 3).foreach(_ => plan(Seq(present())))
     // Matching a listing the cache has not seen (new FileStatus objects, e.g. after REFRESH TABLE): per file.
@@ -205,18 +218,23 @@ object ScaleBench {
       "absent_files_kept_median" -> percentile(absentWarm.map(_._2.toDouble), 0.5),
       "point_files_kept_median" -> percentile(warmPoint.map(_._2.toDouble), 0.5),
       "in100_warm_ms" -> percentile(in100.map(_._1), 0.5), "in100_files_kept" -> in100.head._2,
-      "index_bytes_read_point" -> coldBytes, "index_bytes_read_point_per_row_group" -> coldBytes.toDouble / numRowGroups,
+      "index_bytes_read_point" -> coldBytes,
+      "index_bytes_read_point_per_row_group" -> coldBytes.toDouble / numRowGroups,
       "point_cold_files_kept" -> coldKept,
       "driver_heap_retained_mb" -> retainedAfterPoints / 1e6, "cache_used_mb" -> cacheAfterPoints / 1e6,
-      "driver_heap_retained_after_in100_mb" -> retained / 1e6, "cache_used_after_in100_mb" -> IndexCache.usedBytes / 1e6,
+      "driver_heap_retained_after_in100_mb" -> retained / 1e6,
+      "cache_used_after_in100_mb" -> IndexCache.usedBytes / 1e6,
       "design" -> "block-sliced")
   }
 
   /** A point lookup over a new listing of the same files (new objects): the per-file match is done again. */
-  private def newListing(spark: SparkSession, fs: org.apache.hadoop.fs.FileSystem, conf: org.apache.hadoop.conf.Configuration,
-                         indexDir: Path, listing: Array[FileStatusWithMetadata], root: Path, values: Seq[Long]): Double = {
-    val fresh = new SimulatedListing(listing.map(f => FileStatusWithMetadata(new FileStatus(f.getLen, false, 1, 1L << 27,
-      f.getModificationTime, f.getPath))), root)
+  private def newListing(spark: SparkSession, fs: org.apache.hadoop.fs.FileSystem,
+                         conf: org.apache.hadoop.conf.Configuration,
+                         indexDir: Path, listing: Array[FileStatusWithMetadata], root: Path, values: Seq[Long])
+      : Double = {
+    val fresh = new SimulatedListing(listing.map(f =>
+        FileStatusWithMetadata(new FileStatus(f.getLen, false, 1, 1L << 27,
+          f.getModificationTime, f.getPath))), root)
     val t = System.nanoTime()
     val v = IndexStore.load(fs, conf, indexDir, IndexStore.latestMeta(fs, indexDir)._1.get)
     new BloomSkippingFileIndex(spark, fresh, Seq(v -> BloomPredicate.In(columnName(0), LongType, values)),
@@ -244,7 +262,8 @@ object ScaleBench {
     val filters = new Array[Sbbf](l.numRowGroups)
     for ((s, si) <- l.segments.zipWithIndex if s.column == c.name) {
       val in = fs.open(new Path(indexDir, s.file))
-      val buf = try { val b = new Array[Byte](s.fileLength.toInt); in.readFully(0, b); b } finally in.close()
+      val buf = try { val b = new Array[Byte](s.fileLength.toInt); in.readFully(0, b); b }
+      finally in.close()
       bytesRead += buf.length
       val bitsets = Array.fill(s.count)(new Array[Byte](s.blocks * 32))
       var b = 0
@@ -253,7 +272,9 @@ object ScaleBench {
         while (j < s.count) { System.arraycopy(buf, (s.runOffset(b) + 32L * j).toInt, bitsets(j), b * 32, 32); j += 1 }
         b += 1
       }
-      l.slotToRg(si).zipWithIndex.foreach { case (rg, slot) => if (rg >= 0) filters(rg) = Sbbf.fromBytes(bitsets(slot)) }
+      l.slotToRg(si).zipWithIndex.foreach { case (rg, slot) =>
+        if (rg >= 0) filters(rg) = Sbbf.fromBytes(bitsets(slot))
+      }
     }
     val rnd = new scala.util.Random(42)
     def present(): Long = key(0, (rnd.nextDouble() * l.numRowGroups).toLong, rnd.nextInt(valuesPerRg), valuesPerRg)
@@ -304,7 +325,9 @@ object ScaleBench {
         ((t1 - t0) / 1e6, (t2 - t1) / 1e6)
       } finally spark.conf.unset("spark.sparkbloom.enabled")
     }
-    (0 until 3).foreach(i => { once(on = true, keys(i % keys.length)); once(on = false, keys(i % keys.length)) }) // warm-up
+    (0 until 3).foreach(i => {
+      once(on = true, keys(i % keys.length)); once(on = false, keys(i % keys.length))
+    }) // warm-up
     val runs = (0 until repeats).map { i =>
       val k = keys(i % keys.length)
       val (listOff, planOff) = once(on = false, k)
@@ -315,7 +338,8 @@ object ScaleBench {
       val q = spark.read.parquet(path).where(col(column) === k)
       val rows = q.collect().length
       spark.conf.set("spark.sparkbloom.enabled", "false")
-      val rowsOff = try spark.read.parquet(path).where(col(column) === k).collect().length finally spark.conf.unset("spark.sparkbloom.enabled")
+      val rowsOff = try spark.read.parquet(path).where(col(column) === k).collect().length
+      finally spark.conf.unset("spark.sparkbloom.enabled")
       require(rows == rowsOff, s"key $k: $rows rows with the index, $rowsOff without")
       q.queryExecution.executedPlan.collect { case s: FileSourceScanExec => s.metrics("numFiles").value }.sum
     }
@@ -332,7 +356,8 @@ object ScaleBench {
 
   /** Minimal JSON for flat objects of strings and numbers. */
   private object Json {
-    def obj(fields: (String, Any)*): String = fields.map { case (k, v) => s""""$k": ${value(v)}""" }.mkString("{", ", ", "}")
+    def obj(fields: (String, Any)*): String =
+      fields.map { case (k, v) => s""""$k": ${value(v)}""" }.mkString("{", ", ", "}")
     private def value(v: Any): String = v match {
       case s: String => "\"" + s.replace("\\", "\\\\").replace("\"", "\\\"") + "\""
       case d: Double => if (d.isNaN || d.isInfinite) "null" else d.toString

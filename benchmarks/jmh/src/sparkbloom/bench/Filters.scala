@@ -83,7 +83,8 @@ object Filters {
 
   /** Both of our kernels wrote the same words, and those words are parquet-java's bytes, little-endian. */
   def verifyBits(t: Trio): Unit = {
-    Workload.check(java.util.Arrays.equals(t.scalar.words, t.vector.words), "scalar and vector kernels built different bitsets")
+    Workload.check(java.util.Arrays.equals(t.scalar.words, t.vector.words),
+      "scalar and vector kernels built different bitsets")
     val theirs: IntBuffer = ByteBuffer.wrap(parquetBits(t.parquet)).order(ByteOrder.LITTLE_ENDIAN).asIntBuffer()
     Workload.check(theirs.equals(IntBuffer.wrap(t.scalar.words)), "our bitset differs from parquet-java's")
   }
@@ -95,7 +96,8 @@ object Filters {
     var i = 0
     while (i < queries.length) {
       val p = t.parquet.findHash(queries(i))
-      Workload.check(a(i) == p && b(i) == p, s"answers differ for hash ${queries(i)}: scalar ${a(i)}, vector ${b(i)}, parquet $p")
+      Workload.check(a(i) == p && b(i) == p,
+        s"answers differ for hash ${queries(i)}: scalar ${a(i)}, vector ${b(i)}, parquet $p")
       Workload.check(!allPresent || p, s"an inserted hash ${queries(i)} was not found")
       i += 1
     }

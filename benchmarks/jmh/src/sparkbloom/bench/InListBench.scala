@@ -39,7 +39,8 @@ class RowGroupFilters {
       val vector = trios.map(_.vector.mightContainAny(lists(l)))
       val theirs = trios.map(t => Filters.parquetContainsAny(t.parquet, lists(l)))
       Workload.check(scalar.sameElements(theirs) && vector.sameElements(theirs), s"IN-list $l: row groups kept differ")
-      keys(l).foreach(k => Workload.check(theirs((k / PerRowGroup).toInt), s"IN-list $l: the row group of key $k was pruned"))
+      keys(l).foreach(k =>
+        Workload.check(theirs((k / PerRowGroup).toInt), s"IN-list $l: the row group of key $k was pruned"))
       (theirs.count(identity), keys(l).map(_ / PerRowGroup).distinct.length)
     }
     // At ~1% FPP per probe, a row group holding none of 100 values still passes with probability ~64%.

@@ -43,7 +43,8 @@ class SlicedFilters {
     }
     // Both probes must give, for every hash measured, exactly the per-filter answers.
     Workload.timed(s"compare both run probes with the per-filter checks for ${hashes.length} hashes") {
-      val probes = Seq(RunProbe.scalar, RunProbe.vector.getOrElse(throw new IllegalStateException("no vector run probe")))
+      val probes =
+        Seq(RunProbe.scalar, RunProbe.vector.getOrElse(throw new IllegalStateException("no vector run probe")))
       var passed = 0L
       for (h <- hashes) {
         val expected = fs.map(_.mightContain(h))

@@ -27,7 +27,8 @@ object Workload {
   def kernel(impl: String): Kernel = impl match {
     case Scalar => Kernel.scalar
     case Vector => Kernel.vector.getOrElse(throw new IllegalStateException(
-      "the Vector API kernel is not usable: run with --add-modules=jdk.incubator.vector on a CPU with 256-bit vectors"))
+          "the Vector API kernel is not usable: run with --add-modules=jdk.incubator.vector on a CPU with 256-bit " +
+            "vectors"))
     case other => throw new IllegalArgumentException(s"not one of our kernels: $other")
   }
 
@@ -60,7 +61,8 @@ object Workload {
   /** A random 50/50 mix: each entry is a random inserted key or a distinct absent one (after the misses above). */
   def mixed(n: Int, seed: Long = Seed + 1): Array[Long] = {
     val rnd = new SplittableRandom(seed)
-    Array.tabulate(Queries)(i => if (rnd.nextBoolean()) keyHash(rnd.nextInt(n).toLong) else keyHash(n.toLong + Queries + i))
+    Array.tabulate(Queries)(i =>
+      if (rnd.nextBoolean()) keyHash(rnd.nextInt(n).toLong) else keyHash(n.toLong + Queries + i))
   }
 
   /** Random hashes, for inserting into an empty filter. */
@@ -84,5 +86,6 @@ object Workload {
     r
   }
 
-  def check(ok: Boolean, what: => String): Unit = if (!ok) throw new IllegalStateException(s"verification failed: $what")
+  def check(ok: Boolean, what: => String): Unit =
+    if (!ok) throw new IllegalStateException(s"verification failed: $what")
 }

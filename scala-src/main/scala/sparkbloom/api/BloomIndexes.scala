@@ -38,7 +38,8 @@ object BloomIndexes {
   def refresh(spark: SparkSession, table: TableRef, name: String, full: Boolean): IndexDescription =
     IndexManager.refresh(spark, resolve(spark, table, refresh = true), name, full)
 
-  def list(spark: SparkSession, table: TableRef): Seq[IndexDescription] = IndexManager.list(spark, resolve(spark, table))
+  def list(spark: SparkSession, table: TableRef): Seq[IndexDescription] =
+    IndexManager.list(spark, resolve(spark, table))
 
   /** `verify`: also read every run and check its CRC (indexes that fit `spark.sparkbloom.cache.maxBytes`). */
   def describe(spark: SparkSession, table: TableRef, name: String, verify: Boolean = false): IndexDescription =

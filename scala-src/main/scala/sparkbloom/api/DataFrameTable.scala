@@ -32,23 +32,24 @@ object DataFrameTable {
     val (table, relation) = scan(plan)
     val caseSensitive = df.sparkSession.conf.get("spark.sql.caseSensitive", "false").toBoolean
     val resolver = if (caseSensitive) caseSensitiveResolution else caseInsensitiveResolution
-    Target(table, columns.map { requested =>
-      // "a.b" is field b of struct column a unless the DataFrame has a column literally named "a.b".
-      val (head, rest) = plan.output.find(a => resolver(a.name, requested)) match {
-        case Some(a) => (a, "")
-        case None =>
-          val dot = requested.indexOf('.')
-          plan.output.find(a => dot > 0 && resolver(a.name, requested.substring(0, dot))) match {
-            case Some(a) => (a, requested.substring(dot))
-            case None => throw new BloomIndexException(
-              s"Column $requested is not in the DataFrame (columns: ${plan.output.map(_.name).mkString(", ")}).")
-          }
+    Target(table,
+      columns.map { requested =>
+        // "a.b" is field b of struct column a unless the DataFrame has a column literally named "a.b".
+        val (head, rest) = plan.output.find(a => resolver(a.name, requested)) match {
+          case Some(a) => (a, "")
+          case None =>
+            val dot = requested.indexOf('.')
+            plan.output.find(a => dot > 0 && resolver(a.name, requested.substring(0, dot))) match {
+              case Some(a) => (a, requested.substring(dot))
+              case None => throw new BloomIndexException(
+                  s"Column $requested is not in the DataFrame (columns: ${plan.output.map(_.name).mkString(", ")}).")
+            }
         }
-      val source = trace(plan, head.exprId).flatMap(id => relation.output.find(_.exprId == id)).getOrElse(
-        throw new BloomIndexException(s"Column $requested is computed by the DataFrame, not read from the Parquet " +
-          "files; a bloom index covers the files' own columns."))
-      source.name + rest
-    })
+        val source = trace(plan, head.exprId).flatMap(id => relation.output.find(_.exprId == id)).getOrElse(
+          throw new BloomIndexException(s"Column $requested is computed by the DataFrame, not read from the Parquet " +
+            "files; a bloom index covers the files' own columns."))
+        source.name + rest
+      })
   }
 
   /** The attribute of the scan that `id` is, through projections and renames; None when it is computed. */
@@ -71,14 +72,15 @@ object DataFrameTable {
     case s: SubqueryAlias => scan(s.child)
     case v: View => scan(v.child)
     case leaf =>
-      val table = try TableFormat.first(TableFormats.all)(_.tableOf(leaf)) catch {
+      val table = try TableFormat.first(TableFormats.all)(_.tableOf(leaf))
+      catch {
         case e: NotIndexableException => unsupported(e.reason)
       }
       table.map(_ -> leaf).getOrElse(leaf match {
         case l: LogicalRelation => l.relation match {
-          case fs: HadoopFsRelation => unsupported(s"reads ${fs.fileFormat} files, not Parquet")
-          case other => unsupported(s"reads from ${other.getClass.getSimpleName}, not Parquet files")
-        }
+            case fs: HadoopFsRelation => unsupported(s"reads ${fs.fileFormat} files, not Parquet")
+            case other => unsupported(s"reads from ${other.getClass.getSimpleName}, not Parquet files")
+          }
         case r: DataSourceV2Relation =>
           unsupported(s"reads ${r.table.name()} through a DataSource V2 connector sparkbloom does not index (it " +
             "indexes Spark's own Parquet source, Delta Lake and Iceberg tables)")

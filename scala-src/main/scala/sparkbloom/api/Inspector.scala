@@ -37,10 +37,10 @@ object Inspector {
     val fs = root.getFileSystem(conf)
     val files = walk(fs, fs.getFileStatus(root), top = true) // FileNotFoundException for a missing path
     Json.write(Json.obj(
-      "path" -> path,
-      "probes" -> parsed.map(p => Json.obj("column" -> p.column, "value" -> p.value)),
-      "ndv_note" -> NdvNote,
-      "files" -> files.map(file(conf, _, parsed))))
+        "path" -> path,
+        "probes" -> parsed.map(p => Json.obj("column" -> p.column, "value" -> p.value)),
+        "ndv_note" -> NdvNote,
+        "files" -> files.map(file(conf, _, parsed))))
   }
 
   private def walk(fs: FileSystem, st: FileStatus, top: Boolean): Seq[FileStatus] = {
@@ -53,24 +53,29 @@ object Inspector {
   private def file(conf: Configuration, st: FileStatus, probes: Seq[Probe]): java.util.Map[String, AnyRef] = {
     val len = st.getLen
     def result(status: String, more: (String, Any)*) =
-      Json.obj(Seq[(String, Any)]("file" -> st.getPath.toString, "size_in_bytes" -> len, "status" -> status) ++ more: _*)
+      Json.obj(Seq[(String, Any)]("file" -> st.getPath.toString, "size_in_bytes" -> len, "status" -> status) ++
+          more: _*)
     val encrypted = result("encrypted", "note" -> "encrypted and no keys given: nothing was read")
     val input = HadoopInputFile.fromStatus(st, conf)
     val in = input.newStream()
     try magic(in, len) match {
-      case Some("PARE") => encrypted
-      case Some("PAR1") =>
-        val reader = ParquetFileReader.open(input, ParquetReadOptions.builder().build())
-        val footer = try reader.getFooter finally reader.close()
-        val meta = footer.getFileMetaData
-        if (meta.getEncryptionType != FileMetaData.EncryptionType.UNENCRYPTED ||
+        case Some("PARE") => encrypted
+        case Some("PAR1") =>
+          val reader = ParquetFileReader.open(input, ParquetReadOptions.builder().build())
+          val footer = try reader.getFooter
+          finally reader.close()
+          val meta = footer.getFileMetaData
+          if (meta.getEncryptionType != FileMetaData.EncryptionType.UNENCRYPTED ||
             footer.getBlocks.asScala.exists(_.getColumns.asScala.exists(_.isEncrypted))) encrypted
-        else result("ok",
-          "created_by" -> meta.getCreatedBy,
-          "num_rows" -> footer.getBlocks.asScala.map(_.getRowCount).sum,
-          "row_groups" -> footer.getBlocks.asScala.toSeq.zipWithIndex.map { case (b, i) => rowGroup(in, len, b, i, probes) })
-      case _ => result("not parquet", "note" -> "no Parquet magic at both ends: skipped")
-    } catch {
+          else result("ok",
+            "created_by" -> meta.getCreatedBy,
+            "num_rows" -> footer.getBlocks.asScala.map(_.getRowCount).sum,
+            "row_groups" -> footer.getBlocks.asScala.toSeq.zipWithIndex.map { case (b, i) =>
+              rowGroup(in, len, b, i, probes)
+            })
+        case _ => result("not parquet", "note" -> "no Parquet magic at both ends: skipped")
+      }
+    catch {
       case _: ParquetCryptoRuntimeException => encrypted
       case NonFatal(e) => result(s"unreadable: ${reason(e)}")
     } finally in.close()
@@ -116,8 +121,9 @@ object Inspector {
     val values = c.getValueCount
     val common = Seq[(String, Any)](
       "column" -> c.getPath.toDotString,
-      "physical_type" -> (physicalName(t) +
-        (if (t.getTypeLength > 0) s"(${t.getTypeLength})" else "")),
+      "physical_type" ->
+        (physicalName(t) +
+          (if (t.getTypeLength > 0) s"(${t.getTypeLength})" else "")),
       "logical_type" -> Option(t.getLogicalTypeAnnotation).map(_.toString),
       "values" -> values,
       "offset" -> Some(c.getBloomFilterOffset).filter(_ >= 0),
@@ -126,11 +132,11 @@ object Inspector {
       case Absent => Json.obj(common :+ ("bloom_filter" -> "absent"): _*)
       case Corrupt(why) => Json.obj(common :+ ("bloom_filter" -> s"corrupt: $why"): _*)
       case Valid(s) => Json.obj(common ++ Seq(
-        "bloom_filter" -> "ok",
-        "num_bytes" -> s.numBytes,
-        "ndv_upper_bound" -> values,
-        "fpp_estimated" -> Sizing.fpp(s.numBytes, values),
-        "fpp_observed" -> s.observedFpp): _*)
+            "bloom_filter" -> "ok",
+            "num_bytes" -> s.numBytes,
+            "ndv_upper_bound" -> values,
+            "fpp_estimated" -> Sizing.fpp(s.numBytes, values),
+            "fpp_observed" -> s.observedFpp): _*)
     }
   }
 
@@ -144,9 +150,9 @@ object Inspector {
     case Absent => "no filter"
     case Corrupt(_) => "corrupt filter"
     case Valid(s) => p.hashes(c.getPrimitiveType) match {
-      case Left(why) => s"cannot probe: $why"
-      case Right(hs) => if (hs.exists(s.mightContain)) "maybe" else "no"
-    }
+        case Left(why) => s"cannot probe: $why"
+        case Right(hs) => if (hs.exists(s.mightContain)) "maybe" else "no"
+      }
   }
 
   private def read(in: SeekableInputStream, offset: Long, length: Int): Array[Byte] = {

@@ -32,6 +32,6 @@ private[api] object Json {
       out
     case a: Array[_] => toJava(a.toSeq)
     case d: Double if d.isNaN || d.isInfinite => null // JSON has no NaN
-    case x => x.asInstanceOf[AnyRef]                   // String, boxed numbers and booleans
+    case x => x.asInstanceOf[AnyRef] // String, boxed numbers and booleans
   }
 }

@@ -23,25 +23,28 @@ final case class Probe(column: String, value: String) {
   /** The hashes any of which a filter must hold for the value to be present, or why there are none. */
   def hashes(t: PrimitiveType): Either[String, Seq[Long]] = t.getPrimitiveTypeName match {
     case INT32 => scala.util.Try(value.trim.toInt).toOption match {
-      case Some(v) => Right(Seq(PlainHash.int32(v)))
-      case None if t.getLogicalTypeAnnotation.isInstanceOf[LogicalTypeAnnotation.DateLogicalTypeAnnotation] =>
-        try Right(Seq(PlainHash.int32(java.time.LocalDate.parse(value.trim).toEpochDay.toInt)))
-        catch { case _: java.time.format.DateTimeParseException => Left(s"'$value' is not a date (yyyy-mm-dd) or an INT32") }
-      case None => Left(s"'$value' is not an INT32")
-    }
-    case INT64 => scala.util.Try(value.trim.toLong).toOption.map(v => Seq(PlainHash.int64(v))).toRight(s"'$value' is not an INT64")
+        case Some(v) => Right(Seq(PlainHash.int32(v)))
+        case None if t.getLogicalTypeAnnotation.isInstanceOf[LogicalTypeAnnotation.DateLogicalTypeAnnotation] =>
+          try Right(Seq(PlainHash.int32(java.time.LocalDate.parse(value.trim).toEpochDay.toInt)))
+          catch {
+            case _: java.time.format.DateTimeParseException => Left(s"'$value' is not a date (yyyy-mm-dd) or an INT32")
+          }
+        case None => Left(s"'$value' is not an INT32")
+      }
+    case INT64 =>
+      scala.util.Try(value.trim.toLong).toOption.map(v => Seq(PlainHash.int64(v))).toRight(s"'$value' is not an INT64")
     case FLOAT => scala.util.Try(value.trim.toFloat).toOption match {
-      case Some(f) if f.isNaN => Left("NaN cannot be probed: writers hash NaNs of several bit patterns")
-      case Some(f) if f == 0.0f => Right(Seq(PlainHash.float(0.0f), PlainHash.float(-0.0f)))
-      case Some(f) => Right(Seq(PlainHash.float(f)))
-      case None => Left(s"'$value' is not a FLOAT")
-    }
+        case Some(f) if f.isNaN => Left("NaN cannot be probed: writers hash NaNs of several bit patterns")
+        case Some(f) if f == 0.0f => Right(Seq(PlainHash.float(0.0f), PlainHash.float(-0.0f)))
+        case Some(f) => Right(Seq(PlainHash.float(f)))
+        case None => Left(s"'$value' is not a FLOAT")
+      }
     case DOUBLE => scala.util.Try(value.trim.toDouble).toOption match {
-      case Some(d) if d.isNaN => Left("NaN cannot be probed: writers hash NaNs of several bit patterns")
-      case Some(d) if d == 0.0 => Right(Seq(PlainHash.double(0.0), PlainHash.double(-0.0)))
-      case Some(d) => Right(Seq(PlainHash.double(d)))
-      case None => Left(s"'$value' is not a DOUBLE")
-    }
+        case Some(d) if d.isNaN => Left("NaN cannot be probed: writers hash NaNs of several bit patterns")
+        case Some(d) if d == 0.0 => Right(Seq(PlainHash.double(0.0), PlainHash.double(-0.0)))
+        case Some(d) => Right(Seq(PlainHash.double(d)))
+        case None => Left(s"'$value' is not a DOUBLE")
+      }
     case BINARY => Right(Seq(PlainHash.bytes(value.getBytes(UTF_8))))
     case FIXED_LEN_BYTE_ARRAY =>
       bytesOf(value).flatMap { b =>

@@ -25,7 +25,8 @@ object PythonApi {
     val DataFrameTable.Target(table, fileColumns) = DataFrameTable.target(df, columns.toSeq)
     val spark = df.sparkSession
     val indexName = Option(name).getOrElse(defaultName(fileColumns))
-    val options = Seq(Option(fpp).map(f => "fpp" -> f.toString), Option(ndv).map(n => "ndv" -> n.toString),
+    val options = Seq(
+      Option(fpp).map(f => "fpp" -> f.toString), Option(ndv).map(n => "ndv" -> n.toString),
       Option(falseReadsPerKey).map(b => BloomIndexes.FalseReadsPerKeyKey -> b.toString)).flatten.toMap
     val existing = BloomIndexes.list(spark, table).find(_.name.equalsIgnoreCase(indexName))
     val description = existing match {
@@ -34,7 +35,8 @@ object PythonApi {
       case Some(d) =>
         if (d.columns.map(_.name.toLowerCase) != fileColumns.map(_.toLowerCase))
           throw new BloomIndexException(s"Bloom index ${d.name} on ${table.display} already exists on columns " +
-            s"(${d.columns.map(_.name).mkString(", ")}), not (${fileColumns.mkString(", ")}): drop it or choose another name.")
+            s"(${d.columns.map(_.name).mkString(", ")}), not (${fileColumns.mkString(", ")}): drop it or choose " +
+            "another name.")
         if (d.filesNotCovered > 0 || d.filesDeleted > 0) BloomIndexes.refresh(spark, table, d.name, full = false) else d
     }
     Json.write(describeJson(table, description))
@@ -94,29 +96,32 @@ object PythonApi {
   }
 
   /** bloom_<columns>: lower case, anything but letters and digits as '_'. */
-  private def defaultName(columns: Seq[String]): String =
-    ("bloom_" + columns.mkString("_")).toLowerCase.replaceAll("[^a-z0-9_]", "_")
+  private def defaultName(
+      columns: Seq[String]): String = ("bloom_" + columns.mkString("_")).toLowerCase.replaceAll("[^a-z0-9_]", "_")
 
   private def describeJson(table: TableRef, d: IndexDescription) = Json.obj(
     "name" -> d.name,
     "table" -> d.table,
     "table_ref" -> tableString(table),
     "location" -> d.location,
-    "columns" -> d.columns.map(c => Json.obj("name" -> c.name, "fpp" -> c.fpp, "ndv" -> c.ndv,
-      "false_reads_per_key" -> c.falseReadsPerKey)),
+    "columns" -> d.columns.map(c =>
+      Json.obj("name" -> c.name, "fpp" -> c.fpp, "ndv" -> c.ndv,
+        "false_reads_per_key" -> c.falseReadsPerKey)),
     "fpp" -> d.fpp,
     "ndv" -> d.ndv,
     "false_reads_per_key" -> d.falseReadsPerKey,
     "max_bits_per_value" -> d.maxBitsPerValue,
-    "column_stats" -> d.columnStats.zipWithIndex.map { case (s, i) => Json.obj(
-      "column" -> s.column,
-      "sizing" -> d.policies.lift(i).orNull,
-      "row_groups" -> s.rowGroups,
-      "size_in_bytes" -> s.sizeInBytes,
-      "distinct_values" -> s.distinctValues,
-      "bytes_per_value" -> s.bytesPerValue,
-      "expected_false_reads_per_key" -> s.expectedFalseReadsPerKey,
-      "row_groups_at_ceiling" -> s.rowGroupsAtCeiling) },
+    "column_stats" -> d.columnStats.zipWithIndex.map { case (s, i) =>
+      Json.obj(
+        "column" -> s.column,
+        "sizing" -> d.policies.lift(i).orNull,
+        "row_groups" -> s.rowGroups,
+        "size_in_bytes" -> s.sizeInBytes,
+        "distinct_values" -> s.distinctValues,
+        "bytes_per_value" -> s.bytesPerValue,
+        "expected_false_reads_per_key" -> s.expectedFalseReadsPerKey,
+        "row_groups_at_ceiling" -> s.rowGroupsAtCeiling)
+    },
     "version" -> d.version,
     "created_at_millis" -> d.createdAtMillis,
     "files_covered" -> d.filesCovered,
@@ -163,9 +168,10 @@ object PythonApi {
         "metrics" -> metrics(p), "bloom_metrics" -> bloom.find(_.child eq p).map(metrics).orNull)
       collect(plan) {
         case s: FileSourceScanExec => scan(s,
-          s.tableIdentifier.map(_.unquotedString).getOrElse(s.relation.location.rootPaths.mkString(", ")),
-          s.relation.fileFormat.toString)
-        case b: org.apache.spark.sql.execution.datasources.v2.BatchScanExec => scan(b, b.table.name(), b.scan.description())
+            s.tableIdentifier.map(_.unquotedString).getOrElse(s.relation.location.rootPaths.mkString(", ")),
+            s.relation.fileFormat.toString)
+        case b: org.apache.spark.sql.execution.datasources.v2.BatchScanExec =>
+          scan(b, b.table.name(), b.scan.description())
       }
     }
   }

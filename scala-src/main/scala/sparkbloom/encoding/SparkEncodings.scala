@@ -18,7 +18,8 @@ import sparkbloom.hash.{ColumnEncoding, PlainHash}
  */
 object SparkEncodings {
 
-  def writtenBy(dt: DataType, outputTimestampType: String = "INT96", legacyDecimal: Boolean = false): Option[ColumnEncoding] =
+  def writtenBy(dt: DataType, outputTimestampType: String = "INT96", legacyDecimal: Boolean = false)
+      : Option[ColumnEncoding] =
     dt match {
       case ByteType => Some(ColumnEncoding("INT32", "INT(8,true)", 0))
       case ShortType => Some(ColumnEncoding("INT32", "INT(16,true)", 0))
@@ -31,14 +32,17 @@ object SparkEncodings {
       case BinaryType => Some(ColumnEncoding.Binary)
       case TimestampNTZType => Some(ColumnEncoding.timestamp("MICROS", utc = false))
       case TimestampType => outputTimestampType.toUpperCase match {
-        case "TIMESTAMP_MICROS" => Some(ColumnEncoding.timestamp("MICROS", utc = true))
-        case "TIMESTAMP_MILLIS" => Some(ColumnEncoding.timestamp("MILLIS", utc = true))
-        case _ => Some(ColumnEncoding.Int96)
-      }
+          case "TIMESTAMP_MICROS" => Some(ColumnEncoding.timestamp("MICROS", utc = true))
+          case "TIMESTAMP_MILLIS" => Some(ColumnEncoding.timestamp("MILLIS", utc = true))
+          case _ => Some(ColumnEncoding.Int96)
+        }
       case d: DecimalType =>
-        if (!legacyDecimal && d.precision <= Decimal.MAX_INT_DIGITS) Some(ColumnEncoding.decimal("INT32", d.precision, d.scale))
-        else if (!legacyDecimal && d.precision <= Decimal.MAX_LONG_DIGITS) Some(ColumnEncoding.decimal("INT64", d.precision, d.scale))
-        else Some(ColumnEncoding.decimal("FIXED_LEN_BYTE_ARRAY", d.precision, d.scale, PlainHash.minBytesForPrecision(d.precision)))
+        if (!legacyDecimal && d.precision <= Decimal.MAX_INT_DIGITS)
+          Some(ColumnEncoding.decimal("INT32", d.precision, d.scale))
+        else if (!legacyDecimal && d.precision <= Decimal.MAX_LONG_DIGITS)
+          Some(ColumnEncoding.decimal("INT64", d.precision, d.scale))
+        else Some(ColumnEncoding.decimal("FIXED_LEN_BYTE_ARRAY", d.precision, d.scale,
+          PlainHash.minBytesForPrecision(d.precision)))
       case _ => None // BOOLEAN, nested types, intervals, variants: not indexable
     }
 
@@ -52,8 +56,9 @@ object SparkEncodings {
   def unsupportedReason(dt: DataType): String = dt match {
     case BooleanType => "BOOLEAN columns cannot carry a Parquet bloom filter (the format defines none for them)"
     case st: StringType => s"${st.catalogString} compares strings other than byte for byte, so a bloom filter of " +
-      "the stored bytes could answer wrongly; only the default UTF8_BINARY collation is supported"
-    case other => s"type ${other.catalogString} is not supported by bloom filters (supported: tinyint, smallint, int, " +
-      "bigint, float, double, decimal, date, timestamp, timestamp_ntz, string, binary)"
+        "the stored bytes could answer wrongly; only the default UTF8_BINARY collation is supported"
+    case other =>
+      s"type ${other.catalogString} is not supported by bloom filters (supported: tinyint, smallint, int, " +
+        "bigint, float, double, decimal, date, timestamp, timestamp_ntz, string, binary)"
   }
 }

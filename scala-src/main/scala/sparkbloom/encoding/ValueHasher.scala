@@ -52,7 +52,8 @@ object ValueHasher {
       case ("INT32", ByteType | ShortType | IntegerType | LongType | DateType) if int32Ok(enc, dt) =>
         val l = integral(value)
         if (l >= Int.MinValue && l <= Int.MaxValue) PlainHash.int32(l.toInt) else null
-      case ("INT64", ByteType | ShortType | IntegerType | LongType) if enc.logical.isEmpty || enc.logical == "INT(64,true)" =>
+      case ("INT64", ByteType | ShortType | IntegerType | LongType)
+          if enc.logical.isEmpty || enc.logical == "INT(64,true)" =>
         PlainHash.int64(integral(value))
       case ("INT64", TimestampType | TimestampNTZType) => timestamp(value.asInstanceOf[Long], dt, enc)
       case ("INT96", TimestampType) =>
@@ -102,7 +103,8 @@ object ValueHasher {
     enc.logical == "STRING" || enc.logical == "" || enc.logical == "ENUM" || enc.logical == "JSON"
 
   private def utf8(s: UTF8String): Long = s.getBaseObject match {
-    case arr: Array[Byte] => PlainHash.bytes(arr, (s.getBaseOffset - org.apache.spark.unsafe.Platform.BYTE_ARRAY_OFFSET).toInt, s.numBytes())
+    case arr: Array[Byte] =>
+      PlainHash.bytes(arr, (s.getBaseOffset - org.apache.spark.unsafe.Platform.BYTE_ARRAY_OFFSET).toInt, s.numBytes())
     case _ => PlainHash.bytes(s.getBytes)
   }
 
@@ -141,13 +143,15 @@ object ValueHasher {
   private def decimal(d: Decimal, phys: String, enc: ColumnEncoding): java.lang.Long = enc match {
     case ColumnEncoding.Decimal(precision, scale) =>
       val bd = d.toJavaBigDecimal
-      val rescaled = try bd.setScale(scale) catch { case _: ArithmeticException => return null } // not exact
+      val rescaled = try bd.setScale(scale)
+      catch { case _: ArithmeticException => return null } // not exact
       if (rescaled.precision() > precision && rescaled.signum() != 0) return null
       val unscaled = rescaled.unscaledValue()
       phys match {
         case "INT32" => if (unscaled.bitLength() < 32) PlainHash.int32(unscaled.intValue()) else null
         case "INT64" => if (unscaled.bitLength() < 64) PlainHash.int64(unscaled.longValue()) else null
-        case "FIXED_LEN_BYTE_ARRAY" => PlainHash.fixedDecimal(unscaled, enc.typeLength).map(java.lang.Long.valueOf).orNull
+        case "FIXED_LEN_BYTE_ARRAY" =>
+          PlainHash.fixedDecimal(unscaled, enc.typeLength).map(java.lang.Long.valueOf).orNull
         // BYTE_ARRAY decimals may be written with any sign-extended width (the format does not require the
         // minimal one), so a literal's bytes are not unique: unsure.
         case "BYTE_ARRAY" => null

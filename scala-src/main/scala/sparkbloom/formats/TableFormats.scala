@@ -37,7 +37,8 @@ object TableFormats {
       try { Class.forName(cls, false, loader); true }
       catch { case _: ClassNotFoundException | _: LinkageError => false }
     if (!present(library)) None
-    else try Some(Class.forName(support + "$", true, getClass.getClassLoader).getField("MODULE$").get(null).asInstanceOf[TableFormat])
+    else try Some(Class.forName(support + "$", true, getClass.getClassLoader).getField("MODULE$").get(
+          null).asInstanceOf[TableFormat])
     catch {
       case _: ClassNotFoundException => None // not compiled for this Spark line
       case e @ (_: ReflectiveOperationException | _: LinkageError) =>

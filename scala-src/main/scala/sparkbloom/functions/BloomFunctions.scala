@@ -21,7 +21,8 @@ object BloomFunctions {
       usage = "_FUNC_(expr) - Returns the xxHash64 (seed 0, signed) of expr's Parquet PLAIN encoding in the " +
         "physical type Spark writes for its type: the hash a Parquet bloom filter holds for the value.",
       arguments = Seq("expr" -> "a value of a type Parquet bloom filters support (not BOOLEAN or nested types)"),
-      examples = Seq("SELECT _FUNC_(42);" -> "-2929917330072466447", "SELECT _FUNC_('hello');" -> "2794345569481354659"),
+      examples = Seq("SELECT _FUNC_(42);" -> "-2929917330072466447",
+        "SELECT _FUNC_('hello');" -> "2794345569481354659"),
       arity = Seq(1)) { args => SbbfHash(args(0), WriterSettings.current) },
 
     describe("sbbf_num_bytes", classOf[SbbfNumBytes], "misc_funcs",
@@ -36,8 +37,9 @@ object BloomFunctions {
       usage = "_FUNC_(expr, num_bytes) - Returns the raw bitset (no header) of a Parquet split block bloom " +
         "filter of num_bytes bytes holding every non-null value of expr, byte-identical to what parquet-java " +
         "writes for the same values and size.",
-      arguments = Seq("expr" -> "the values to insert", "num_bytes" ->
-        "a constant positive multiple of 32, at most 134217728 (128 MiB); see sbbf_num_bytes"),
+      arguments = Seq("expr" -> "the values to insert",
+        "num_bytes" ->
+          "a constant positive multiple of 32, at most 134217728 (128 MiB); see sbbf_num_bytes"),
       examples = Seq("SELECT length(_FUNC_(col, 64)) FROM VALUES (1), (2), (3) AS t(col);" -> "64"),
       arity = Seq(2)) { args => SbbfAgg(args(0), args(1), WriterSettings.current) },
 
@@ -51,16 +53,17 @@ object BloomFunctions {
       arity = Seq(2)) { args => SbbfMightContain(args(0), args(1), WriterSettings.current) })
 
   private def describe(name: String, cls: Class[_], group: String, usage: String, arguments: Seq[(String, String)],
-                       examples: Seq[(String, String)], arity: Seq[Int])
-                      (build: Seq[Expression] => Expression): SparkSessionExtensions#FunctionDescription = {
+                       examples: Seq[(String, String)], arity: Seq[Int])(
+      build: Seq[Expression] => Expression): SparkSessionExtensions#FunctionDescription = {
     val args = arguments.map { case (a, d) => s"      * $a - $d\n" }.mkString("\n    Arguments:\n", "", "  ")
     val exs = examples.map { case (q, r) => s"      > $q\n       $r\n" }.mkString("\n    Examples:\n", "", "  ")
     val info = new ExpressionInfo(cls.getCanonicalName, null, name, usage, args, exs, "", group, "0.1.0", "", "")
     val builder: Seq[Expression] => Expression = children =>
       if (arity.contains(children.size)) build(children)
-      else throw new AnalysisException("WRONG_NUM_ARGS.WITHOUT_SUGGESTION", Map("functionName" -> s"`$name`",
-        "expectedNum" -> arity.mkString(" or "), "actualNum" -> children.size.toString,
-        "docroot" -> "https://spark.apache.org/docs/latest"))
+      else throw new AnalysisException("WRONG_NUM_ARGS.WITHOUT_SUGGESTION",
+        Map("functionName" -> s"`$name`",
+          "expectedNum" -> arity.mkString(" or "), "actualNum" -> children.size.toString,
+          "docroot" -> "https://spark.apache.org/docs/latest"))
     (FunctionIdentifier(name), info, builder)
   }
 }

@@ -40,7 +40,8 @@ private[functions] object Checks {
    * number under ANSI mode, an overflow) is reported as an analysis error rather than thrown from analysis.
    */
   def constant(name: String, e: Expression)(check: Any => TypeCheckResult): TypeCheckResult =
-    (try Right(e.eval()) catch { case scala.util.control.NonFatal(t) => Left(t) }) match {
+    (try Right(e.eval())
+    catch { case scala.util.control.NonFatal(t) => Left(t) }) match {
       case Right(v) => check(v)
       case Left(t) => invalid(s"$name cannot be evaluated: ${t.getMessage}")
     }

@@ -34,11 +34,13 @@ case class SbbfAgg(
   override def checkInputDataTypes(): TypeCheckResult = {
     val valueCheck = Checks.hashable(0, child, settings)
     if (valueCheck.isFailure) valueCheck
-    else if (!Seq(ByteType, ShortType, IntegerType, LongType).contains(numBytesExpr.dataType)) Checks.wrongType(1, numBytesExpr, "\"INT\"")
+    else if (!Seq(ByteType, ShortType, IntegerType, LongType).contains(numBytesExpr.dataType))
+      Checks.wrongType(1, numBytesExpr, "\"INT\"")
     else if (!numBytesExpr.foldable) Checks.notConstant("num_bytes", numBytesExpr, "INT")
     else Checks.constant("num_bytes", numBytesExpr) {
       case null => Checks.invalid("num_bytes must not be NULL")
-      case n: Number if n.longValue() <= 0 || n.longValue() % Sbbf.BytesPerBlock != 0 || n.longValue() > Sbbf.MaxBytes =>
+      case n: Number
+          if n.longValue() <= 0 || n.longValue() % Sbbf.BytesPerBlock != 0 || n.longValue() > Sbbf.MaxBytes =>
         Checks.invalid(s"num_bytes must be a positive multiple of ${Sbbf.BytesPerBlock} no larger than " +
           s"${Sbbf.MaxBytes} (128 MiB), got $n")
       case _ => Checks.ok

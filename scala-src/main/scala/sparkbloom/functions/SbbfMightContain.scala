@@ -44,7 +44,8 @@ case class SbbfMightContain(bitset: Expression, value: Expression, settings: Wri
 
   private def filterOf(bytes: Array[Byte]): Sbbf = {
     if (!(bytes eq lastBytes)) {
-      lastFilter = try Sbbf.fromBytes(bytes) catch {
+      lastFilter = try Sbbf.fromBytes(bytes)
+      catch {
         case e: InvalidBloomFilterException =>
           throw new IllegalArgumentException(s"sbbf_might_contain: not an SBBF bitset: ${e.getMessage}", e)
       }

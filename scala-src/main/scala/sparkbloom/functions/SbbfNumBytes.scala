@@ -28,10 +28,11 @@ case class SbbfNumBytes(ndv: Expression, fpp: Expression)
     else if (!fpp.foldable) Checks.notConstant("fpp", fpp, "DOUBLE")
     else Checks.constant("fpp", fpp) {
       case f: Double if !(f > 0 && f < 1) => Checks.invalid(s"fpp must be in (0, 1), got $f")
-      case _ if ndv.foldable => Checks.constant("ndv", ndv) {
-        case n: Long if n < 0 => Checks.invalid(s"ndv must not be negative, got $n")
-        case _ => Checks.ok
-      }
+      case _ if ndv.foldable =>
+        Checks.constant("ndv", ndv) {
+          case n: Long if n < 0 => Checks.invalid(s"ndv must not be negative, got $n")
+          case _ => Checks.ok
+        }
       case _ => Checks.ok
     }
   }

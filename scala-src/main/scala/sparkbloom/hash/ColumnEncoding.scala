@@ -36,10 +36,19 @@ object ColumnEncoding {
   private val TimestampRe = """TIMESTAMP\((MILLIS|MICROS|NANOS),(true|false)\)""".r
   private val IntRe = """INT\((8|16|32|64),(true|false)\)""".r
 
-  object Decimal { def unapply(e: ColumnEncoding): Option[(Int, Int)] = e.logical match {
-    case DecimalRe(p, s) => Some((p.toInt, s.toInt)); case _ => None } }
-  object Timestamp { def unapply(e: ColumnEncoding): Option[(String, Boolean)] = e.logical match {
-    case TimestampRe(u, utc) => Some((u, utc.toBoolean)); case _ => None } }
-  object IntAnnotation { def unapply(e: ColumnEncoding): Option[(Int, Boolean)] = e.logical match {
-    case IntRe(bits, signed) => Some((bits.toInt, signed.toBoolean)); case _ => None } }
+  object Decimal {
+    def unapply(e: ColumnEncoding): Option[(Int, Int)] = e.logical match {
+      case DecimalRe(p, s) => Some((p.toInt, s.toInt)); case _ => None
+    }
+  }
+  object Timestamp {
+    def unapply(e: ColumnEncoding): Option[(String, Boolean)] = e.logical match {
+      case TimestampRe(u, utc) => Some((u, utc.toBoolean)); case _ => None
+    }
+  }
+  object IntAnnotation {
+    def unapply(e: ColumnEncoding): Option[(Int, Boolean)] = e.logical match {
+      case IntRe(bits, signed) => Some((bits.toInt, signed.toBoolean)); case _ => None
+    }
+  }
 }

@@ -34,14 +34,15 @@ private[index] object FileIndexer {
   val EncryptedPrefix = "sparkbloom-encrypted: "
 
   def indexFile(f: DataFile, cols: Array[IndexedColumn], harvest: Boolean, sizer: FilterSizer,
-                        conf: Configuration, acc: Map[String, LongAccumulator], skipped: CollectionAccumulator[String],
-                        fastPaths: Boolean, counted: Array[String], counts: Array[Long],
-                        deferScans: Boolean): Option[Seq[(Row, Float)]] = {
+                conf: Configuration, acc: Map[String, LongAccumulator], skipped: CollectionAccumulator[String],
+                fastPaths: Boolean, counted: Array[String], counts: Array[Long],
+                deferScans: Boolean): Option[Seq[(Row, Float)]] = {
     val path = new Path(f.path)
     val input = HadoopInputFile.fromPath(path, conf)
     // The sizing job just read this footer in this JVM (same path, size and mtime as listed): reuse it.
     val handed = Footers.take(f.path, f.size, f.mtime).filter(_ => input.getLength == f.size)
-    val reader = try handed.map(md => Footers.open(conf, path, md)).getOrElse(Footers.open(input)) catch {
+    val reader = try handed.map(md => Footers.open(conf, path, md)).getOrElse(Footers.open(input))
+    catch {
       case e: Exception if isCrypto(e) =>
         throw new SparkException(s"${EncryptedPrefix}cannot index ${f.path}: its footer is encrypted and sparkbloom " +
           "does not copy membership of encrypted data into an unencrypted index")
@@ -79,20 +80,25 @@ private[index] object FileIndexer {
         acc("entries").add(1)
         val observedFpp = if (p.filter == null || p.nonNull == 0) 0f else p.filter.observedFpp.toFloat
         out += Row(f.path, f.size, f.mtime, entriesPerFile, rg, r.start, r.end, r.numRows, c.name,
-          p.encoding.map(_.physical).orNull, p.encoding.map(_.logical).orNull, p.encoding.map(_.typeLength).getOrElse(0),
+          p.encoding.map(_.physical).orNull, p.encoding.map(_.logical).orNull,
+          p.encoding.map(_.typeLength).getOrElse(0),
           p.encoding.exists(_.rebase), p.hasNull, p.nonNull, p.ndv, p.source, bytes,
           if (bytes == null) 0L else IndexStore.crc32(bytes)) -> observedFpp
       }
       acc("rowGroups").add(footer.rowGroups.size)
       Some(out.toSeq)
     } finally {
-      try reader.close() finally if (harvestIn != null) harvestIn.close()
+      try reader.close()
+      finally if (harvestIn != null) harvestIn.close()
     }
   }
 
   private def isCrypto(e: Throwable): Boolean = {
     var t = e; var found = false
-    while (t != null && !found) { found = t.getClass.getName.contains("Crypto") || String.valueOf(t.getMessage).contains("encrypted"); t = t.getCause }
+    while (t != null && !found) {
+      found = t.getClass.getName.contains("Crypto") || String.valueOf(t.getMessage).contains("encrypted");
+      t = t.getCause
+    }
     found
   }
 
@@ -109,14 +115,16 @@ private[index] object FileIndexer {
       case Some(ch) if ch.encoding.isEmpty =>
         new ColumnPlan(None, true, -1L, -1L, null, "unsupported-encoding", scan = false, c)
       case Some(ch) =>
-        val harvested = if (!harvest || ch.bloomOffset.isEmpty) None else {
+        val harvested = if (!harvest || ch.bloomOffset.isEmpty) None
+        else {
           try Some(NativeFilterReader.read(stream(), footer.fileLength, ch.bloomOffset.get, ch.bloomLength))
           catch { case _: InvalidBloomFilterException | _: java.io.IOException => None } // corrupt: scan instead
         }
         harvested match {
           case Some(filter) =>
             val nulls = ch.nullCount
-            new ColumnPlan(ch.encoding, nulls.forall(_ > 0), nulls.map(rows - _).getOrElse(-1L), -1L, filter, "harvest", scan = false, c)
+            new ColumnPlan(ch.encoding, nulls.forall(_ > 0), nulls.map(rows - _).getOrElse(-1L), -1L, filter, "harvest",
+              scan = false, c)
           case None => new ColumnPlan(ch.encoding, true, -1L, -1L, null, "scan", scan = true, c)
         }
     }
@@ -135,7 +143,8 @@ private[index] object FileIndexer {
     val names = toScan.keys.map(_._2).toSeq.distinct.flatMap(footer.fieldName).distinct
     def fieldsOf(ns: Seq[String]) = ns.map(n => footer.schema.getFields.get(footer.schema.getFieldIndex(n))).asJava
     val projection = new MessageType(footer.schema.getName, fieldsOf(names))
-    def request(ns: Seq[String]): Unit = reader.setRequestedSchema(new MessageType(footer.schema.getName, fieldsOf(ns.distinct)))
+    def request(ns: Seq[String]): Unit =
+      reader.setRequestedSchema(new MessageType(footer.schema.getName, fieldsOf(ns.distinct)))
     var rg = 0
     while (rg < footer.rowGroups.size) {
       val wanted = cols.flatMap(c => toScan.get((rg, c.name)))
@@ -146,13 +155,14 @@ private[index] object FileIndexer {
           val desc = projection.getColumnDescription(Array(field))
           val meta = footer.chunk(rg, p.column.name).map(_.meta).orNull
           val way = if (!fastPaths || meta == null) 'r'
-            else if (ChunkHasher.dictionaryOnly(meta, desc)) 'd'
-            else if (ChunkHasher.plainOnly(meta, desc)) 'p'
-            else 'r'
+          else if (ChunkHasher.dictionaryOnly(meta, desc)) 'd'
+          else if (ChunkHasher.plainOnly(meta, desc)) 'p'
+          else 'r'
           (p, field, desc, meta, way)
         }
         val needPages = jobs.filter(_._5 != 'd').map(_._2).toSeq
-        val pages = if (needPages.isEmpty) { reader.skipNextRowGroup(); null } else { request(needPages); reader.readNextRowGroup() }
+        val pages = if (needPages.isEmpty) { reader.skipNextRowGroup(); null }
+        else { request(needPages); reader.readNextRowGroup() }
         lazy val dictionaries: DictionaryPageReadStore = reader.getDictionaryReader(footer.blocks(rg))
         // The column reader over this row group's pages of `field`, read again when a fast path gave up.
         def slow(field: String, desc: ColumnDescriptor, pagesOk: Boolean): ChunkHasher.Hashed = {
@@ -168,7 +178,8 @@ private[index] object FileIndexer {
                   ChunkHasher.Counters.dictionary.incrementAndGet()
                   val nulls = ChunkHasher.nullCount(meta).get
                   (hs, hs.length, meta.getValueCount - nulls, nulls > 0)
-                case None => val h = slow(field, desc, pagesOk = false); (h.hashes, h.count, h.count.toLong, h.nulls > 0)
+                case None =>
+                  val h = slow(field, desc, pagesOk = false); (h.hashes, h.count, h.count.toLong, h.nulls > 0)
               }
             case 'p' =>
               val h = ChunkHasher.hashPlainPages(pages, desc, meta.getValueCount) match {

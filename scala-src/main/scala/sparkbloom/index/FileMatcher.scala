@@ -23,7 +23,8 @@ object FileMatcher {
                       val coveredRowGroups: Long, firstRg: Array[Int]) {
     def fileOfRowGroup(rg: Int): Int = {
       val i = java.util.Arrays.binarySearch(firstRg, rg)
-      if (i >= 0) { var f = i; while (f + 1 < firstRg.length && firstRg(f + 1) == rg) f += 1; f } else -i - 2
+      if (i >= 0) { var f = i; while (f + 1 < firstRg.length && firstRg(f + 1) == rg) f += 1; f }
+      else -i - 2
     }
   }
 
@@ -74,7 +75,8 @@ object FileMatcher {
     }
   }
 
-  private def sameObjects(a: Array[org.apache.hadoop.fs.FileStatus], b: Array[org.apache.hadoop.fs.FileStatus]): Boolean = {
+  private def sameObjects(a: Array[org.apache.hadoop.fs.FileStatus], b: Array[org.apache.hadoop.fs.FileStatus])
+      : Boolean = {
     if (a.length != b.length) return false
     var i = 0
     while (i < a.length) { if (a(i) ne b(i)) return false; i += 1 }

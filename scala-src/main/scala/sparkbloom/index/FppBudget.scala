@@ -77,10 +77,10 @@ final case class ColumnStats(
     column: String,
     rowGroups: Long,
     sizeInBytes: Long,
-    distinctValues: Long,            // over row groups whose distinct count is known (built by scanning)
-    bytesOfKnownDistinct: Long,      // filter bytes of those row groups
+    distinctValues: Long, // over row groups whose distinct count is known (built by scanning)
+    bytesOfKnownDistinct: Long, // filter bytes of those row groups
     expectedFalseReadsPerKey: Double, // Σ over row groups of each stored filter's FPP
-    rowGroupsAtCeiling: Long) {      // filters holding maxBitsPerValue bits per distinct value or more
+    rowGroupsAtCeiling: Long) { // filters holding maxBitsPerValue bits per distinct value or more
   def bytesPerValue: Option[Double] =
     if (distinctValues > 0) Some(bytesOfKnownDistinct.toDouble / distinctValues) else None
   def +(o: ColumnStats): ColumnStats = ColumnStats(column, rowGroups + o.rowGroups, sizeInBytes + o.sizeInBytes,

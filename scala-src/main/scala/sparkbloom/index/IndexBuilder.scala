@@ -55,20 +55,25 @@ object IndexBuilder {
     val job = new Job(spark, columns, harvest = true, indexDir, dataDirName)
     val counted = budgeted.toArray
     val first = job.run(files, null, 0, counted, deferScans = true)
-    val counts = first.map(_._4).foldLeft(new Array[Long](counted.length)) { (a, b) => a.indices.foreach(i => a(i) += b(i)); a }
+    val counts = first.map(_._4).foldLeft(new Array[Long](counted.length)) { (a, b) =>
+      a.indices.foreach(i => a(i) += b(i)); a
+    }
     val pending = first.flatMap(_._3).toSeq
     if (pending.nonEmpty) {
-      val sizer = sizerFor(counted.indices.map(i => counted(i) -> (carried.getOrElse(counted(i), 0L) + counts(i))).toMap)
+      val sizer =
+        sizerFor(counted.indices.map(i => counted(i) -> (carried.getOrElse(counted(i), 0L) + counts(i))).toMap)
       job.run(pending, sizer, first.length, Array.empty, deferScans = false)
     }
     job.stats(files.size)
   }
 
   /** One build's accumulators and results over one or two Spark jobs (partitions numbered across both). */
-  private final class Job(spark: SparkSession, columns: Seq[IndexedColumn], harvest: Boolean, indexDir: Path, dataDirName: String) {
+  private final class Job(spark: SparkSession, columns: Seq[IndexedColumn], harvest: Boolean, indexDir: Path,
+                          dataDirName: String) {
     private val sc = spark.sparkContext
     private val conf = new SerializableConf(spark.sessionState.newHadoopConf())
-    private val acc = Seq("rowGroups", "entries", "harvested", "scanned", "bytes").map(n => n -> sc.longAccumulator(s"sparkbloom.$n")).toMap
+    private val acc = Seq("rowGroups", "entries", "harvested", "scanned", "bytes").map(n =>
+      n -> sc.longAccumulator(s"sparkbloom.$n")).toMap
     private val skipped = sc.collectionAccumulator[String]("sparkbloom.skipped")
     private val cols = columns.toArray
     private val fastPaths = BloomConf.buildFastPaths(spark)
@@ -80,15 +85,18 @@ object IndexBuilder {
             deferScans: Boolean): Array[(Array[EntryMeta], Array[Segment], Array[DataFile], Array[Long])] = {
       if (files.isEmpty) return Array.empty
       val slices = math.max(1, math.min(files.size, sc.defaultParallelism * 4))
-      val (cols, harvest, conf, acc, skipped, fastPaths) = (this.cols, this.harvest, this.conf, this.acc, this.skipped, this.fastPaths)
+      val (cols, harvest, conf, acc, skipped, fastPaths) =
+        (this.cols, this.harvest, this.conf, this.acc, this.skipped, this.fastPaths)
       val dir = indexDir.toString
       val dataDirName = this.dataDirName
       val rdd = sc.parallelize(files, slices).mapPartitionsWithIndex { (partition, it) =>
-        val writer = new SegmentWriter(new Path(dir).getFileSystem(conf.value), new Path(dir), dataDirName, partitionOffset + partition)
+        val writer = new SegmentWriter(new Path(dir).getFileSystem(conf.value), new Path(dir), dataDirName,
+          partitionOffset + partition)
         val counts = new Array[Long](counted.length)
         val deferred = mutable.Buffer[DataFile]()
         val entries = it.flatMap { f =>
-          FileIndexer.indexFile(f, cols, harvest, sizer, conf.value, acc, skipped, fastPaths, counted, counts, deferScans) match {
+          FileIndexer.indexFile(f, cols, harvest, sizer, conf.value, acc, skipped, fastPaths, counted, counts,
+            deferScans) match {
             case Some(rows) => rows
             case None => deferred += f; Nil
           }
@@ -96,9 +104,11 @@ object IndexBuilder {
         Iterator.single((entries, writer.close().toArray, deferred.toArray, counts))
       }
       sc.setJobDescription(s"sparkbloom: index ${files.size} files")
-      val out = try rdd.collect() catch {
+      val out = try rdd.collect()
+      catch {
         case e: Exception if rootMessage(e).exists(_.contains(EncryptedPrefix)) =>
-          throw new BloomIndexException(rootMessage(e).get.substring(rootMessage(e).get.indexOf(EncryptedPrefix) + EncryptedPrefix.length))
+          throw new BloomIndexException(
+            rootMessage(e).get.substring(rootMessage(e).get.indexOf(EncryptedPrefix) + EncryptedPrefix.length))
       } finally sc.setJobDescription(null)
       out.foreach { o => entries ++= o._1; segments ++= o._2 }
       out
@@ -118,7 +128,8 @@ object IndexBuilder {
     val bytes = r.getAs[Array[Byte]](17)
     val nonNull = r.getLong(14)
     val fpp = if (nonNull == 0) 0f else if (bytes == null) 1f else observedFpp
-    val (segment, slot) = if (bytes == null) (null, -1) else writer.add(column, cols.indexWhere(_.name == column), bytes)
+    val (segment, slot) =
+      if (bytes == null) (null, -1) else writer.add(column, cols.indexWhere(_.name == column), bytes)
     EntryMeta(r.getString(0), r.getLong(1), r.getLong(2), r.getInt(4), r.getLong(5), r.getLong(6), r.getLong(7), column,
       r.getString(9), r.getString(10), r.getInt(11), r.getBoolean(12), r.getBoolean(13), nonNull, r.getLong(15),
       r.getString(16), fpp, segment, slot)
@@ -126,7 +137,9 @@ object IndexBuilder {
 
   private def rootMessage(e: Throwable): Option[String] = {
     var t: Throwable = e; var found: Option[String] = None
-    while (t != null && found.isEmpty) { if (t.getMessage != null && t.getMessage.contains(EncryptedPrefix)) found = Some(t.getMessage); t = t.getCause }
+    while (t != null && found.isEmpty) {
+      if (t.getMessage != null && t.getMessage.contains(EncryptedPrefix)) found = Some(t.getMessage); t = t.getCause
+    }
     found
   }
 }

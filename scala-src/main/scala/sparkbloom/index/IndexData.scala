@@ -30,7 +30,9 @@ final case class IndexVersion(meta: IndexMeta, dir: org.apache.hadoop.fs.Path, l
                               memorySegments: Map[String, Array[Byte]], problems: Seq[String],
                               damaged: Set[String] = Set.empty) { // segments known unusable: their slots might match
   /** Files this version covers, by path: (size, modification time). */
-  def covers(path: String, size: Long, mtime: Long): Option[Int] = { val f = coveredFile(path, size, mtime); if (f < 0) None else Some(f) }
+  def covers(path: String, size: Long, mtime: Long): Option[Int] = {
+    val f = coveredFile(path, size, mtime); if (f < 0) None else Some(f)
+  }
 
   /** The file number of `path` in this version if its size and modification time are the indexed ones, else -1. */
   def coveredFile(path: String, size: Long, mtime: Long): Int = {
@@ -48,7 +50,7 @@ final case class IndexMeta(
     table: String,
     tableRoot: String,
     columns: Seq[IndexedColumn],
-    fpp: Option[Double],                  // the index-wide fpp option, if given
+    fpp: Option[Double], // the index-wide fpp option, if given
     ndv: Option[Long],
     version: Long,
     createdAtMillis: Long,
@@ -60,12 +62,12 @@ final case class IndexMeta(
     scanned: Long,
     sizeInBytes: Long,
     falseReadsPerKey: Option[Double] = None, // the index-wide budget option, if given
-    fppScope: Option[String] = None,         // "file" for Databricks' per-file fpp
-    maxBitsPerValue: Option[Double] = None,  // the ceiling the build applied
+    fppScope: Option[String] = None, // "file" for Databricks' per-file fpp
+    maxBitsPerValue: Option[Double] = None, // the ceiling the build applied
     columnStats: Option[Seq[ColumnStats]] = None,
-    formatVersion: Option[Int] = None,       // 2: block-sliced (layout.bin + segments); absent: 1
+    formatVersion: Option[Int] = None, // 2: block-sliced (layout.bin + segments); absent: 1
     referencedDirs: Option[Seq[String]] = None, // data directories whose segments this version reads
-    tableSnapshot: Option[String] = None) {      // the table version built from (Delta, Iceberg)
+    tableSnapshot: Option[String] = None) { // the table version built from (Delta, Iceberg)
   def options: TableOptions = TableOptions(fpp, ndv, falseReadsPerKey, fppScope.contains(IndexedColumn.FileScope))
 }
 
@@ -104,23 +106,23 @@ object IndexedColumn { val FileScope = "file" }
 object IndexData {
   /** The Parquet schema of the entries table (one row per file, row group and column). */
   val schema: StructType = StructType(Seq(
-    StructField("file_path", StringType, nullable = false),
-    StructField("file_size", LongType, nullable = false),
-    StructField("file_mtime", LongType, nullable = false),
-    StructField("file_entries", IntegerType, nullable = false),
-    StructField("row_group", IntegerType, nullable = false),
-    StructField("rg_start", LongType, nullable = false),
-    StructField("rg_end", LongType, nullable = false),
-    StructField("num_rows", LongType, nullable = false),
-    StructField("column", StringType, nullable = false),
-    StructField("physical_type", StringType, nullable = true),
-    StructField("logical_type", StringType, nullable = true),
-    StructField("type_length", IntegerType, nullable = false),
-    StructField("legacy_calendar", BooleanType, nullable = false),
-    StructField("has_null", BooleanType, nullable = false),
-    StructField("non_null", LongType, nullable = false),
-    StructField("ndv", LongType, nullable = false),
-    StructField("source", StringType, nullable = false),
-    StructField("bloom_filter", BinaryType, nullable = true),
-    StructField("bloom_crc32", LongType, nullable = false)))
+      StructField("file_path", StringType, nullable = false),
+      StructField("file_size", LongType, nullable = false),
+      StructField("file_mtime", LongType, nullable = false),
+      StructField("file_entries", IntegerType, nullable = false),
+      StructField("row_group", IntegerType, nullable = false),
+      StructField("rg_start", LongType, nullable = false),
+      StructField("rg_end", LongType, nullable = false),
+      StructField("num_rows", LongType, nullable = false),
+      StructField("column", StringType, nullable = false),
+      StructField("physical_type", StringType, nullable = true),
+      StructField("logical_type", StringType, nullable = true),
+      StructField("type_length", IntegerType, nullable = false),
+      StructField("legacy_calendar", BooleanType, nullable = false),
+      StructField("has_null", BooleanType, nullable = false),
+      StructField("non_null", LongType, nullable = false),
+      StructField("ndv", LongType, nullable = false),
+      StructField("source", StringType, nullable = false),
+      StructField("bloom_filter", BinaryType, nullable = true),
+      StructField("bloom_crc32", LongType, nullable = false)))
 }

@@ -17,15 +17,18 @@ object IndexDiscovery {
   /** The indexes stored for the table at `root` that answer part of `cond` (`names`: attribute -> column). */
   def indexesAt(session: SparkSession, root: Path, cond: Expression,
                 names: Map[ExprId, String]): Option[(Path, Seq[(IndexVersion, BloomPredicate)])] =
-    indexesAt(session, root, cond, (id: ExprId, indexed: Seq[IndexedColumn]) =>
-      names.get(id).flatMap(n => indexed.find(_.name == n).orElse(indexed.find(_.name.equalsIgnoreCase(n))).map(_.name)))
+    indexesAt(session, root, cond,
+      (id: ExprId, indexed: Seq[IndexedColumn]) =>
+        names.get(id).flatMap(n =>
+          indexed.find(_.name == n).orElse(indexed.find(_.name.equalsIgnoreCase(n))).map(_.name)))
 
   /**
    * The same, with `column` saying which indexed column (if any) an attribute is: Delta and Iceberg tables
    * find them by the files' identity (physical name, field id) rather than by the name in the query.
    */
   def indexesAt(session: SparkSession, root: Path, cond: Expression,
-                column: (ExprId, Seq[IndexedColumn]) => Option[String]): Option[(Path, Seq[(IndexVersion, BloomPredicate)])] = {
+                column: (ExprId, Seq[IndexedColumn]) => Option[String])
+      : Option[(Path, Seq[(IndexVersion, BloomPredicate)])] = {
     val conf = session.sessionState.newHadoopConf()
     val fs = root.getFileSystem(conf)
     val base = IndexStore.indexesDir(fs.makeQualified(root), BloomConf.indexRoot(session))

@@ -51,15 +51,17 @@ object IndexManager {
    * Removes columns from an index in one new version (the remaining columns' entries are copied, nothing
    * is rescanned). Removing every column drops the index. Unknown columns are an error.
    */
-  def dropColumns(spark: SparkSession, t: ResolvedTable, name: String, columns: Seq[String]): Option[IndexDescription] = {
+  def dropColumns(spark: SparkSession, t: ResolvedTable, name: String, columns: Seq[String])
+      : Option[IndexDescription] = {
     val dir = indexDir(spark, t, name)
     val conf = spark.sessionState.newHadoopConf()
     val fs = dir.getFileSystem(conf)
     val meta = IndexStore.latestMeta(fs, dir)._1.getOrElse(
       throw new BloomIndexException(s"Bloom index $name does not exist on ${t.display}"))
     val unknown = columns.filterNot(c => meta.columns.exists(_.name.equalsIgnoreCase(c)))
-    if (unknown.nonEmpty) throw new BloomIndexException(s"Column(s) ${unknown.mkString(", ")} not in bloom index $name " +
-      s"on ${t.display}; its columns are ${meta.columns.map(_.name).mkString(", ")}")
+    if (unknown.nonEmpty)
+      throw new BloomIndexException(s"Column(s) ${unknown.mkString(", ")} not in bloom index $name " +
+        s"on ${t.display}; its columns are ${meta.columns.map(_.name).mkString(", ")}")
     val remaining = meta.columns.filterNot(c => columns.exists(_.equalsIgnoreCase(c.name)))
     if (remaining.isEmpty) { drop(spark, t, name, ifExists = false); return None }
     val current = IndexStore.load(fs, conf, dir, meta)
@@ -81,7 +83,8 @@ object IndexManager {
       throw new BloomIndexException(s"Bloom index $name does not exist on ${t.display}"))
     val cols = meta.columns.map(c => stillThere(t, c).getOrElse(resolveColumns(t, Seq(c.spec), meta.options).head))
     val files = t.listing()
-    val previous = if (full) None else {
+    val previous = if (full) None
+    else {
       val loaded = IndexStore.load(fs, spark.sessionState.newHadoopConf(), dir, meta)
       // Damage, or a format-1 version (its filters are only in memory): rebuild everything.
       if (loaded.problems.nonEmpty || loaded.memorySegments.nonEmpty) None else Some(loaded)
@@ -112,7 +115,8 @@ object IndexManager {
     val files = listing.files
     val current = files.map(_.path).toSet
     val covered = files.count(f => loaded.covers(f.path, f.size, f.mtime).isDefined)
-    val rowGroupsOfCurrent = l.paths.indices.filter(i => current.contains(l.paths(i))).map(i => (l.firstRg(i + 1) - l.firstRg(i)).toLong).sum
+    val rowGroupsOfCurrent =
+      l.paths.indices.filter(i => current.contains(l.paths(i))).map(i => (l.firstRg(i + 1) - l.firstRg(i)).toLong).sum
     IndexDescription(name, t.display, dir.toString, meta.columns.map(_.spec), meta.fpp, meta.ndv, meta.version,
       meta.createdAtMillis, covered, rowGroupsOfCurrent,
       meta.harvested, meta.scanned, meta.sizeInBytes, files.size, files.size - covered,
@@ -151,17 +155,20 @@ object IndexManager {
           IndexBuilder.buildHarvestFirst(spark, toBuild, cols, dir, dataDirName, budgeted,
             SizingJobs.carriedCounts(budgeted, carried), sizerFor)
         else IndexBuilder.build(spark, toBuild, cols, harvest, dir, dataDirName,
-          sizerFor(if (toBuild.isEmpty) Map.empty else SizingJobs.valuesUpperBound(spark, toBuild, budgeted, carried, cols)))
+          sizerFor(
+            if (toBuild.isEmpty) Map.empty else SizingJobs.valuesUpperBound(spark, toBuild, budgeted, carried, cols)))
       if (stats.skipped.nonEmpty) log.warn(s"bloom index $name: files not indexed: ${stats.skipped.mkString("; ")}")
       val layout = LayoutAssembler.assemble(cols.map(_.name), carried, stats.entryMetas, stats.segments)
       val meta = IndexMeta(name, t.display, t.root.toString, cols, opts.fpp, opts.ndv, version, 0L, dataDirName,
         0, 0, 0, 0, 0, 0, opts.falseReadsPerKey, if (opts.fppPerFile) Some(IndexedColumn.FileScope) else None,
         tableSnapshot = listing.snapshot)
       commitLayout(spark, fs, dir, meta, layout, dataDirName)
-      cleanOldVersions(fs, dir, keep = Set(dataDirName) ++ previous.toSeq.flatMap(p => p.meta.referencedDirs.getOrElse(Nil) :+ p.meta.dataDir))
+      cleanOldVersions(fs, dir,
+        keep = Set(dataDirName) ++ previous.toSeq.flatMap(p => p.meta.referencedDirs.getOrElse(Nil) :+ p.meta.dataDir))
     } catch {
       case NonFatal(e) =>
-        try fs.delete(dataDir, true) catch { case NonFatal(_) => }
+        try fs.delete(dataDir, true)
+        catch { case NonFatal(_) => }
         throw e
     }
   }
@@ -179,13 +186,18 @@ object IndexManager {
       val stats = layout.columns.toSeq.map(c => ColumnStats.ofLayout(layout, c, maxBpv))
       def countSource(s: String) = layout.columns.map(_.source.count(_ == ColumnSlice.sourceId(s)).toLong).sum
       val referenced = (layout.segments.map(_.file.takeWhile(_ != '/')).toSet + dataDirName).toSeq.sorted
-      IndexStore.commit(fs, spark.sessionState.newHadoopConf(), dir, meta.copy(
-        createdAtMillis = System.currentTimeMillis(), dataDir = dataDirName, files = layout.numFiles,
-        rowGroups = layout.numRowGroups, entries = layout.numRowGroups.toLong * layout.columns.length,
-        harvested = countSource("harvest"), scanned = countSource("scan"), sizeInBytes = stats.map(_.sizeInBytes).sum,
-        maxBitsPerValue = Some(maxBpv), columnStats = Some(stats), formatVersion = Some(2), referencedDirs = Some(referenced)))
+      IndexStore.commit(fs, spark.sessionState.newHadoopConf(), dir,
+        meta.copy(
+          createdAtMillis = System.currentTimeMillis(), dataDir = dataDirName, files = layout.numFiles,
+          rowGroups = layout.numRowGroups, entries = layout.numRowGroups.toLong * layout.columns.length,
+          harvested = countSource("harvest"), scanned = countSource("scan"), sizeInBytes = stats.map(_.sizeInBytes).sum,
+          maxBitsPerValue = Some(maxBpv), columnStats = Some(stats), formatVersion = Some(2),
+          referencedDirs = Some(referenced)))
     } catch {
-      case NonFatal(e) => try fs.delete(new Path(dir, dataDirName), true) catch { case NonFatal(_) => }; throw e
+      case NonFatal(e) =>
+        try fs.delete(new Path(dir, dataDirName), true)
+        catch { case NonFatal(_) => };
+        throw e
     }
   }
 
@@ -195,10 +207,12 @@ object IndexManager {
    */
   private def cleanOldVersions(fs: FileSystem, dir: Path, keep: Set[String]): Unit = try {
     val committed = IndexStore.versions(fs, dir)
-    val live = committed.take(2).flatMap(v => scala.util.Try {
-      val m = IndexStore.readMeta(fs, dir, v); m.referencedDirs.getOrElse(Nil) :+ m.dataDir
-    }.getOrElse(Nil)).toSet ++ keep
-    fs.listStatus(dir).filter(s => s.isDirectory && s.getPath.getName.startsWith("v") && !live.contains(s.getPath.getName))
+    val live = committed.take(2).flatMap(v =>
+      scala.util.Try {
+        val m = IndexStore.readMeta(fs, dir, v); m.referencedDirs.getOrElse(Nil) :+ m.dataDir
+      }.getOrElse(Nil)).toSet ++ keep
+    fs.listStatus(dir).filter(s =>
+      s.isDirectory && s.getPath.getName.startsWith("v") && !live.contains(s.getPath.getName))
       .filter(s => System.currentTimeMillis() - s.getModificationTime > 60000) // never a build in progress
       .foreach(s => fs.delete(s.getPath, true))
   } catch { case NonFatal(e) => log.warn(s"could not clean old versions of $dir: ${e.getMessage}") }
@@ -208,7 +222,8 @@ object IndexManager {
 
   private def checkName(name: String): Unit =
     if (!IndexStore.validName(name))
-      throw new BloomIndexException(s"Invalid bloom index name '$name': use letters, digits and underscores, starting with a letter or underscore")
+      throw new BloomIndexException(
+        s"Invalid bloom index name '$name': use letters, digits and underscores, starting with a letter or underscore")
 
   /** Option keys of the facade. [[FppScopeKey]] comes from Databricks' DDL only (its fpp is per file). */
   val FalseReadsPerKeyKey = "false_reads_per_key"
@@ -228,11 +243,13 @@ object IndexManager {
         case "ndv" | "numitems" => ndv = Some(parseNdv(v))
         case FalseReadsPerKeyKey => budget = Some(parseBudget(FalseReadsPerKeyKey, v))
         case FppScopeKey => perFile = v == IndexedColumn.FileScope
-        case other => throw new BloomIndexException(s"Unknown bloom index option '$other' (supported: fpp, ndv, $FalseReadsPerKeyKey)")
+        case other => throw new BloomIndexException(
+            s"Unknown bloom index option '$other' (supported: fpp, ndv, $FalseReadsPerKeyKey)")
       }
     }
     if (fpp.isDefined && budget.isDefined)
-      throw new BloomIndexException(s"Give either fpp (per row group) or $FalseReadsPerKeyKey (for the whole table), not both")
+      throw new BloomIndexException(
+        s"Give either fpp (per row group) or $FalseReadsPerKeyKey (for the whole table), not both")
     if (fpp.isEmpty && budget.isEmpty) {
       fpp = BloomConf.defaultFpp(spark).map(f => checkConf(BloomConf.DefaultFpp, f, x => x > 0 && x < 1))
       if (fpp.isEmpty) budget = Some(checkConf(BloomConf.FalseReadsPerKey, BloomConf.falseReadsPerKey(spark), _ > 0))
@@ -246,19 +263,28 @@ object IndexManager {
     if (ok(v) && !v.isNaN && !v.isInfinite) v else throw new BloomIndexException(s"Invalid value $v for $key")
 
   private def parseFpp(v: String): Double = {
-    val d = try v.trim.toDouble catch { case _: NumberFormatException => throw new BloomIndexException(s"Option fpp must be a number in (0, 1), got '$v'") }
+    val d = try v.trim.toDouble
+    catch {
+      case _: NumberFormatException => throw new BloomIndexException(s"Option fpp must be a number in (0, 1), got '$v'")
+    }
     if (!(d > 0 && d < 1)) throw new BloomIndexException(s"Option fpp must be in (0, 1), got $v")
     d
   }
 
   private[sparkbloom] def parseBudget(key: String, v: String): Double = {
-    val d = try v.trim.toDouble catch { case _: NumberFormatException => throw new BloomIndexException(s"Option $key must be a positive number, got '$v'") }
+    val d = try v.trim.toDouble
+    catch {
+      case _: NumberFormatException => throw new BloomIndexException(s"Option $key must be a positive number, got '$v'")
+    }
     if (!(d > 0) || d.isInfinite) throw new BloomIndexException(s"Option $key must be a positive number, got $v")
     d
   }
 
   private def parseNdv(v: String): Long = {
-    val n = try v.trim.toLong catch { case _: NumberFormatException => throw new BloomIndexException(s"Option ndv must be a positive integer, got '$v'") }
+    val n = try v.trim.toLong
+    catch {
+      case _: NumberFormatException => throw new BloomIndexException(s"Option ndv must be a positive integer, got '$v'")
+    }
     if (n <= 0) throw new BloomIndexException(s"Option ndv must be a positive integer, got $v")
     n
   }
@@ -269,10 +295,13 @@ object IndexManager {
    */
   private def stillThere(t: ResolvedTable, c: IndexedColumn): Option[IndexedColumn] =
     if (c.fileName.isEmpty && c.fieldId.isEmpty) None
-    else t.dataSchema.fields.find { f => val (n, id) = t.fileColumn(f); c.sameColumn(n.getOrElse(f.name), id) } match {
+    else t.dataSchema.fields.find { f =>
+      val (n, id) = t.fileColumn(f); c.sameColumn(n.getOrElse(f.name), id)
+    } match {
       case Some(f) if f.dataType.sql == c.dataType => Some(c)
-      case _ => throw new BloomIndexException(s"Indexed column ${c.name} of bloom index on ${t.display} is no longer in " +
-        s"the table (or its type changed): drop the index or its column")
+      case _ =>
+        throw new BloomIndexException(s"Indexed column ${c.name} of bloom index on ${t.display} is no longer in " +
+          s"the table (or its type changed): drop the index or its column")
     }
 
   private def resolveColumns(t: ResolvedTable, specs: Seq[ColumnSpec], opts: TableOptions): Seq[IndexedColumn] = {
@@ -281,16 +310,25 @@ object IndexManager {
     if (dupes.nonEmpty) throw new BloomIndexException(s"Column ${dupes.head} is listed more than once")
     specs.map { s =>
       if (t.partitionColumns.exists(_.equalsIgnoreCase(s.name)))
-        throw new BloomIndexException(s"Column ${s.name} is a partition column of ${t.display}; partition pruning already skips on it")
-      val field = t.dataSchema.fields.find(_.name == s.name).orElse(t.dataSchema.fields.find(_.name.equalsIgnoreCase(s.name)))
-        .getOrElse(throw new BloomIndexException(s"Column ${s.name} does not exist in ${t.display}; available columns: " +
-          t.dataSchema.fieldNames.mkString(", ")))
+        throw new BloomIndexException(
+          s"Column ${s.name} is a partition column of ${t.display}; partition pruning already skips on it")
+      val field = t.dataSchema.fields.find(_.name == s.name).orElse(
+        t.dataSchema.fields.find(_.name.equalsIgnoreCase(s.name)))
+        .getOrElse(
+          throw new BloomIndexException(s"Column ${s.name} does not exist in ${t.display}; available columns: " +
+            t.dataSchema.fieldNames.mkString(", ")))
       if (!SparkEncodings.indexable(field.dataType))
-        throw new BloomIndexException(s"Cannot index column ${field.name}: ${SparkEncodings.unsupportedReason(field.dataType)}")
-      s.fpp.foreach(f => if (!(f > 0 && f < 1)) throw new BloomIndexException(s"Option fpp of column ${s.name} must be in (0, 1), got $f"))
-      s.ndv.foreach(n => if (n <= 0) throw new BloomIndexException(s"Option ndv of column ${s.name} must be a positive integer, got $n"))
-      s.falseReadsPerKey.foreach(b => if (!(b > 0) || b.isInfinite)
-        throw new BloomIndexException(s"Option $FalseReadsPerKeyKey of column ${s.name} must be a positive number, got $b"))
+        throw new BloomIndexException(
+          s"Cannot index column ${field.name}: ${SparkEncodings.unsupportedReason(field.dataType)}")
+      s.fpp.foreach(f =>
+        if (!(f > 0 && f < 1))
+          throw new BloomIndexException(s"Option fpp of column ${s.name} must be in (0, 1), got $f"))
+      s.ndv.foreach(n =>
+        if (n <= 0) throw new BloomIndexException(s"Option ndv of column ${s.name} must be a positive integer, got $n"))
+      s.falseReadsPerKey.foreach(b =>
+        if (!(b > 0) || b.isInfinite)
+          throw new BloomIndexException(
+            s"Option $FalseReadsPerKeyKey of column ${s.name} must be a positive number, got $b"))
       if (s.fpp.isDefined && s.falseReadsPerKey.isDefined)
         throw new BloomIndexException(s"Column ${s.name}: give either fpp or $FalseReadsPerKeyKey, not both")
       // The column's own choice wins, then the index's.

@@ -65,7 +65,8 @@ final class IndexPruner(
         var may = true; var k = first
         while (may && k < vs.length) {
           val fk = fileNo(k)
-          if (fk >= 0) may = (if (k == first) bitsOf(k).get(rg) else otherSays(layouts(k), fk, bitsOf(k), rg - from, l0.rgOrdinal(rg)))
+          if (fk >= 0) may =
+            (if (k == first) bitsOf(k).get(rg) else otherSays(layouts(k), fk, bitsOf(k), rg - from, l0.rgOrdinal(rg)))
           k += 1
         }
         if (may) { keepCount += 1; if (keep == null) keep = new Array[Boolean](until - from); keep(rg - from) = true }
@@ -76,7 +77,9 @@ final class IndexPruner(
         keptPos.set(pos)
         if (keepCount < until - from) {
           val r = new Array[Long](2 * keepCount); var w = 0
-          for (j <- 0 until until - from if keep(j)) { r(w) = l0.rgStart(from + j); r(w + 1) = l0.rgEnd(from + j); w += 2 }
+          for (j <- 0 until until - from if keep(j)) {
+            r(w) = l0.rgStart(from + j); r(w + 1) = l0.rgEnd(from + j); w += 2
+          }
           ranges += statuses(pos).getPath.toString -> r
         }
       }
@@ -106,21 +109,28 @@ final class IndexPruner(
         var first = -1; var i = 0
         while (i < vs.length) { fileNo(i) = matched(i)(pos); if (first < 0 && fileNo(i) >= 0) first = i; i += 1 }
         if (first < 0) { notCovered += 1; keptPos.set(pos); uncoveredPos += pos }
-        else { rgTotal += layouts(first).firstRg(fileNo(first) + 1) - layouts(first).firstRg(fileNo(first)); decide(pos, first, fileNo) }
+        else {
+          rgTotal += layouts(first).firstRg(fileNo(first) + 1) - layouts(first).firstRg(fileNo(first));
+          decide(pos, first, fileNo)
+        }
         pos += 1
       }
     }
     filesKept = keptPos.cardinality()
     selection.add(ranges.result())
     selection.addNotCovered(uncoveredPos.result().map(p => statuses(p).getPath.toString))
-    val s = ScanSkipping(indexes.map(i => s"${i._1.meta.name} on ${i._1.meta.table}").distinct.mkString(", "), tableName,
+    val s = ScanSkipping(
+      indexes.map(i => s"${i._1.meta.name} on ${i._1.meta.table}").distinct.mkString(", "), tableName,
       predicateSql, filesTotal, filesKept, rgTotal + notCovered, rgKept + notCovered, notCovered,
-      indexBytesRead = counters.bytesRead, probeTimeNs = System.nanoTime() - t0, distributedProbe = counters.distributed)
+      indexBytesRead = counters.bytesRead, probeTimeNs = System.nanoTime() - t0,
+      distributedProbe = counters.distributed)
     lastSkipping = Some(s)
     SkippingLog.record(s)
     indexes.map(_._1.dir.toString).distinct.foreach(d => SkippingLog.recordUsage(d, s))
-    log.info(s"sparkbloom: $tableName [$predicateSql]: files $filesKept of $filesTotal, row groups (indexed) $rgKept of $rgTotal, " +
-      s"not covered $notCovered, index bytes read ${counters.bytesRead}")
+    log.info(
+      s"sparkbloom: $tableName [$predicateSql]: files $filesKept of $filesTotal, row groups (indexed) $rgKept of " +
+        s"$rgTotal, " +
+        s"not covered $notCovered, index bytes read ${counters.bytesRead}")
     keptPos
   }
 

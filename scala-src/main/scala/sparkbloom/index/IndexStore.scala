@@ -43,7 +43,8 @@ object IndexStore {
   /** Directory holding all indexes of the table rooted at `tableRoot`. */
   def indexesDir(tableRoot: Path, indexRoot: Option[String]): Path = indexRoot match {
     case Some(r) =>
-      val md = java.security.MessageDigest.getInstance("SHA-1").digest(tableRoot.toString.getBytes(StandardCharsets.UTF_8))
+      val md =
+        java.security.MessageDigest.getInstance("SHA-1").digest(tableRoot.toString.getBytes(StandardCharsets.UTF_8))
       new Path(new Path(r), md.take(10).map("%02x".format(_)).mkString)
     case None => new Path(tableRoot, DirName)
   }
@@ -61,7 +62,8 @@ object IndexStore {
 
   def readMeta(fs: FileSystem, indexDir: Path, version: Long): IndexMeta = {
     val in = fs.open(new Path(new Path(indexDir, CommitsDir), s"$version.json"))
-    try mapper.readValue(in: java.io.InputStream, classOf[IndexMeta]) finally in.close()
+    try mapper.readValue(in: java.io.InputStream, classOf[IndexMeta])
+    finally in.close()
   }
 
   /** The newest readable commit's metadata, with the problems met on the way. */
@@ -83,7 +85,8 @@ object IndexStore {
     fs.mkdirs(dir)
     val tmp = new Path(dir, s".${meta.version}.${java.util.UUID.randomUUID()}.tmp")
     val out = fs.create(tmp, false)
-    try out.write(mapper.writeValueAsBytes(meta)) finally out.close()
+    try out.write(mapper.writeValueAsBytes(meta))
+    finally out.close()
     val target = new Path(dir, s"${meta.version}.json")
     try {
       if (fs.getScheme == "file") {
@@ -113,7 +116,8 @@ object IndexStore {
   def load(fs: FileSystem, conf: Configuration, indexDir: Path, meta: IndexMeta): IndexVersion = {
     val key = s"$indexDir@${meta.version}@${meta.dataDir}"
     IndexCache.get[IndexVersion](key).getOrElse {
-      val v = if (meta.formatVersion.getOrElse(1) >= 2) loadSliced(fs, indexDir, meta) else LegacyIndex.load(fs, conf, indexDir, meta)
+      val v = if (meta.formatVersion.getOrElse(1) >= 2) loadSliced(fs, indexDir, meta)
+      else LegacyIndex.load(fs, conf, indexDir, meta)
       IndexCache.put(key, v, v.layout.approximateBytes + v.memorySegments.valuesIterator.map(_.length.toLong).sum)
       v
     }
@@ -127,12 +131,15 @@ object IndexStore {
       val raw = RunReader.withoutChecksumFiles(fs)
       def read(): Array[Byte] = {
         val in = raw.open(file)
-        try { val b = new Array[Byte](raw.getFileStatus(file).getLen.toInt); in.readFully(0, b); b } finally in.close()
+        try { val b = new Array[Byte](raw.getFileStatus(file).getLen.toInt); in.readFully(0, b); b }
+        finally in.close()
       }
       val layout = LayoutCodec.decode(read(), reload = Some(() => read()))
       val problems = mutable.Buffer[String]()
       if (layout.numRowGroups * layout.columns.length.toLong != meta.entries)
-        problems += s"index version ${meta.version} holds ${layout.numRowGroups * layout.columns.length} entries, its commit says ${meta.entries}"
+        problems +=
+          s"index version ${meta.version} holds ${layout.numRowGroups * layout.columns.length} entries, its commit " +
+            s"says ${meta.entries}"
       // Segments must be there and have their length; anything else in the version's directory is ignored.
       val expected = layout.segments.map(s => s.file -> s.fileLength).toMap
       val present = layout.segments.map(_.file.takeWhile(_ != '/')).distinct.flatMap { d =>
@@ -140,18 +147,22 @@ object IndexStore {
         catch { case NonFatal(_) => Nil }
       }.toMap
       val damaged = expected.collect {
-        case (f, len) if !present.contains(f) => problems += s"index segment $f is missing: the row groups it covers are read"; f
-        case (f, len) if present(f) != len => problems += s"index segment $f has ${present(f)} bytes, not $len: the row groups it covers are read"; f
+        case (f, len) if !present.contains(f) =>
+          problems += s"index segment $f is missing: the row groups it covers are read"; f
+        case (f, len) if present(f) != len =>
+          problems += s"index segment $f has ${present(f)} bytes, not $len: the row groups it covers are read"; f
       }.toSet
       try fs.listStatus(new Path(indexDir, meta.dataDir)).map(st => s"${meta.dataDir}/${st.getPath.getName}")
-        .filterNot(f => expected.contains(f) || f.endsWith("/" + LayoutFile))
-        .foreach(f => problems += s"unexpected file $f in the index is ignored")
+          .filterNot(f => expected.contains(f) || f.endsWith("/" + LayoutFile))
+          .foreach(f => problems += s"unexpected file $f in the index is ignored")
       catch { case NonFatal(_) => }
       IndexVersion(meta, indexDir, layout, Map.empty, problems.toSeq, damaged)
     } catch {
       case NonFatal(e) =>
         val what = if (e.isInstanceOf[java.io.FileNotFoundException]) "is missing" else "is unreadable"
-        val problem = s"index layout ${meta.dataDir}/$LayoutFile $what (${e.getClass.getSimpleName}: ${e.getMessage}); every file is read"
+        val problem =
+          s"index layout ${meta.dataDir}/$LayoutFile $what (${e.getClass.getSimpleName}: ${e.getMessage}); every " +
+            "file is read"
         log.warn(s"bloom index ${meta.name} ($indexDir): $problem")
         IndexVersion(meta, indexDir, Layout.empty(meta.columns.map(_.name)), Map.empty, Seq(problem))
     }
@@ -163,18 +174,21 @@ object IndexStore {
    */
   def verify(fs: FileSystem, v: IndexVersion): Seq[String] = {
     val found = if (v.layout.segments.iterator.map(_.fileLength).sum > IndexCache.limit) Nil
-      else v.layout.segments.toSeq.filterNot(s => v.memorySegments.contains(s.file) || v.damaged.contains(s.file)).flatMap { s =>
-        val runs = RunReader.read(fs, new Path(v.dir, s.file), s, 0 until s.blocks)
-        val bad = runs.count(_._2.isEmpty)
-        if (bad == 0) None else Some(s"index segment ${s.file}: $bad of ${s.blocks} runs fail their CRC: the row groups it covers are read")
-      }
+    else v.layout.segments.toSeq.filterNot(s =>
+      v.memorySegments.contains(s.file) || v.damaged.contains(s.file)).flatMap { s =>
+      val runs = RunReader.read(fs, new Path(v.dir, s.file), s, 0 until s.blocks)
+      val bad = runs.count(_._2.isEmpty)
+      if (bad == 0) None
+      else Some(s"index segment ${s.file}: $bad of ${s.blocks} runs fail their CRC: the row groups it covers are read")
+    }
     (found ++ IndexCache.damageOf(v.dir)).distinct
   }
 
   /** Writes a version's layout into its data directory. */
   def writeLayout(fs: FileSystem, indexDir: Path, dataDir: String, layout: Layout): Unit = {
     val out = fs.create(new Path(new Path(indexDir, dataDir), LayoutFile), false)
-    try out.write(LayoutCodec.encode(layout)) finally out.close()
+    try out.write(LayoutCodec.encode(layout))
+    finally out.close()
   }
 
   def crc32(bytes: Array[Byte]): Long = { val c = new CRC32(); c.update(bytes); c.getValue }

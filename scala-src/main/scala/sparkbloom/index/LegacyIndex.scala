@@ -32,7 +32,8 @@ private[index] object LegacyIndex {
       rg <- f.rowGroups
       (col, cf) <- rg.columns
     } yield {
-      val (segment, slot) = if (cf.filter == null) (null, -1) else {
+      val (segment, slot) = if (cf.filter == null) (null, -1)
+      else {
         val bytes = cf.filter.toBytes
         val g = groups.getOrElseUpdate((col, bytes.length / 32), mutable.ArrayBuffer())
         g += bytes
@@ -47,11 +48,12 @@ private[index] object LegacyIndex {
     val memory = groups.map { case ((col, blocks), filters) =>
       s"memory:$col:$blocks" -> sliced.SegmentWriter.blockMajor(filters.toSeq, blocks)
     }.toMap
-    val segments = groups.map { case ((col, blocks), filters) => Segment(s"memory:$col:$blocks", col, blocks, filters.size) }.toSeq
+    val segments = groups.map { case ((col, blocks), filters) =>
+      Segment(s"memory:$col:$blocks", col, blocks, filters.size)
+    }.toSeq
     IndexVersion(meta, indexDir, LayoutAssembler.assemble(meta.columns.map(_.name), None, entries, segments), memory,
       loaded.problems)
   }
-
 
   private def loadEntries(fs: FileSystem, conf: Configuration, indexDir: Path, meta: IndexMeta): LoadedIndex = {
     val problems = mutable.Buffer[String]()
@@ -59,7 +61,8 @@ private[index] object LegacyIndex {
     val rows = mutable.Map[String, (Long, Long, Int, mutable.Map[Int, (RowGroupEntry)])]()
     val readConf = new Configuration(conf)
     readConf.setBoolean("parquet.page.verify-checksum.enabled", true)
-    val parts = try fs.listStatus(dataDir).toSeq.filter(s => s.isFile && s.getPath.getName.endsWith(".parquet")) catch {
+    val parts = try fs.listStatus(dataDir).toSeq.filter(s => s.isFile && s.getPath.getName.endsWith(".parquet"))
+    catch {
       case NonFatal(e) => problems += s"index data ${meta.dataDir} is missing: ${e.getMessage}"; Nil
     }
     var entries = 0L
@@ -73,7 +76,10 @@ private[index] object LegacyIndex {
           while (g != null) { local += decode(g, damaged); g = reader.read() }
         } finally reader.close()
       } catch {
-        case NonFatal(e) => problems += s"index file ${part.getPath.getName} is unreadable (${e.getClass.getSimpleName}: ${e.getMessage}); the files it covers are read"
+        case NonFatal(e) =>
+          problems +=
+            s"index file ${part.getPath.getName} is unreadable (${e.getClass.getSimpleName}: ${e.getMessage}); the " +
+              "files it covers are read"
           local.clear()
       }
       for ((path, size, mtime, n, rg, start, end, numRows, col, cf) <- local) {
@@ -86,8 +92,9 @@ private[index] object LegacyIndex {
     val files = rows.iterator.flatMap { case (path, (size, mtime, expected, rgs)) =>
       val got = rgs.valuesIterator.map(_.columns.size).sum
       if (damaged.contains(path)) { problems += s"damaged bloom filter for $path: file is read"; None }
-      else if (got != expected) { problems += s"incomplete index entries for $path ($got of $expected): file is read"; None }
-      else Some(path -> IndexedFile(path, size, mtime, rgs.values.toIndexedSeq.sortBy(_.ordinal)))
+      else if (got != expected) {
+        problems += s"incomplete index entries for $path ($got of $expected): file is read"; None
+      } else Some(path -> IndexedFile(path, size, mtime, rgs.values.toIndexedSeq.sortBy(_.ordinal)))
     }.toMap
     if (entries != meta.entries && problems.isEmpty)
       problems += s"index version ${meta.version} holds $entries entries, its commit says ${meta.entries}"
@@ -99,18 +106,22 @@ private[index] object LegacyIndex {
     def str(f: String): String = if (g.getFieldRepetitionCount(f) == 0) null else g.getString(f, 0)
     val path = g.getString("file_path", 0)
     val bytes = if (g.getFieldRepetitionCount("bloom_filter") == 0) null else g.getBinary("bloom_filter", 0).getBytes
-    val filter = if (bytes == null) null else {
+    val filter = if (bytes == null) null
+    else {
       val crc = new CRC32(); crc.update(bytes)
-      if (crc.getValue != g.getLong("bloom_crc32", 0) || bytes.length == 0 || bytes.length % 32 != 0) { damaged += path; null }
-      else Sbbf.fromBytes(bytes)
+      if (crc.getValue != g.getLong("bloom_crc32", 0) || bytes.length == 0 || bytes.length % 32 != 0) {
+        damaged += path; null
+      } else Sbbf.fromBytes(bytes)
     }
     val phys = str("physical_type")
-    val enc = if (phys == null) null else ColumnEncoding(phys, Option(str("logical_type")).getOrElse(""),
+    val enc = if (phys == null) null
+    else ColumnEncoding(phys, Option(str("logical_type")).getOrElse(""),
       g.getInteger("type_length", 0), g.getBoolean("legacy_calendar", 0))
     (path, g.getLong("file_size", 0), g.getLong("file_mtime", 0), g.getInteger("file_entries", 0),
       g.getInteger("row_group", 0), g.getLong("rg_start", 0), g.getLong("rg_end", 0), g.getLong("num_rows", 0),
       g.getString("column", 0),
-      ColumnFilter(enc, g.getBoolean("has_null", 0), g.getLong("non_null", 0), filter, g.getString("source", 0), g.getLong("ndv", 0)))
+      ColumnFilter(enc, g.getBoolean("has_null", 0), g.getLong("non_null", 0), filter, g.getString("source", 0),
+        g.getLong("ndv", 0)))
   }
 
 }

@@ -29,16 +29,16 @@ final case class IndexDescription(
     filtersScanned: Long,
     sizeInBytes: Long,
     filesInTable: Long,
-    filesNotCovered: Long,   // new or changed since the version was built: always read
-    filesDeleted: Long,      // in the index but gone from the table: ignored
-    problems: Seq[String],   // damage found while reading the index (those files are read)
+    filesNotCovered: Long, // new or changed since the version was built: always read
+    filesDeleted: Long, // in the index but gone from the table: ignored
+    problems: Seq[String], // damage found while reading the index (those files are read)
     falseReadsPerKey: Option[Double] = None,
-    policies: Seq[String] = Nil,        // per column, how its filters are sized (FppPolicy.describe)
+    policies: Seq[String] = Nil, // per column, how its filters are sized (FppPolicy.describe)
     maxBitsPerValue: Option[Double] = None,
     columnStats: Seq[ColumnStats] = Nil, // per column, for the version as stored (empty for older versions)
     usage: SkippingLog.Usage = SkippingLog.Usage(0, 0, 0, 0, 0), // lookups planned by this driver
     snapshotCovered: Option[String] = None, // the table version the index was built from (Delta, Iceberg)
-    snapshotNow: Option[String] = None      // the table's current version
+    snapshotNow: Option[String] = None // the table's current version
 )
 
 /** A user error about a bloom index: bad DDL, unknown index or column, unsupported type, bad option. */

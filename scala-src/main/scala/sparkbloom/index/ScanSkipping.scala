@@ -2,16 +2,16 @@ package sparkbloom.index
 
 /** What a bloom index did for one scan: kept / total files and row groups. */
 final case class ScanSkipping(
-    index: String,          // "name on table" of each index used, comma separated
+    index: String, // "name on table" of each index used, comma separated
     table: String,
-    predicate: String,      // the pushed predicate, as in EXPLAIN
+    predicate: String, // the pushed predicate, as in EXPLAIN
     filesTotal: Long,
     filesKept: Long,
     rowGroupsTotal: Long,
     rowGroupsKept: Long,
-    filesNotCovered: Long,  // read because they are new/changed/not in the index
-    indexBytesRead: Long = 0L,   // bytes of filter runs read from storage (not from the driver's cache)
-    probeTimeNs: Long = 0L,      // time spent probing and deciding, at planning
+    filesNotCovered: Long, // read because they are new/changed/not in the index
+    indexBytesRead: Long = 0L, // bytes of filter runs read from storage (not from the driver's cache)
+    probeTimeNs: Long = 0L, // time spent probing and deciding, at planning
     distributedProbe: Boolean = false, // the probe ran as a Spark job (the runs did not fit the cache)
     // Read time, on the executors (0 until the scan has run): row groups checked against / skipped by the
     // files' own bloom filters, and filters ignored as corrupt or unsupported.
@@ -25,9 +25,11 @@ object SkippingLog {
    * What one index did for the lookups this driver planned since it started (DESCRIBE BLOOM INDEX shows it):
    * the same figures as the scans' SQL metrics, summed.
    */
-  final case class Usage(lookups: Long, filesSkipped: Long, rowGroupsSkipped: Long, indexBytesRead: Long, probeTimeNs: Long) {
+  final case class Usage(lookups: Long, filesSkipped: Long, rowGroupsSkipped: Long, indexBytesRead: Long,
+                         probeTimeNs: Long) {
     def +(s: ScanSkipping): Usage = Usage(lookups + 1, filesSkipped + s.filesTotal - s.filesKept,
-      rowGroupsSkipped + s.rowGroupsTotal - s.rowGroupsKept, indexBytesRead + s.indexBytesRead, probeTimeNs + s.probeTimeNs)
+      rowGroupsSkipped + s.rowGroupsTotal - s.rowGroupsKept, indexBytesRead + s.indexBytesRead,
+      probeTimeNs + s.probeTimeNs)
   }
   private val usage = new java.util.concurrent.ConcurrentHashMap[String, Usage]()
   private[index] def recordUsage(indexDir: String, s: ScanSkipping): Unit =

@@ -30,7 +30,8 @@ object SizingJobs {
     columns.map { name =>
       name -> carried.map { case (l, keep) =>
         val c = l.column(name)
-        l.paths.indices.filter(f => keep.contains(l.paths(f))).iterator.flatMap(f => l.firstRg(f) until l.firstRg(f + 1)).map { rg =>
+        l.paths.indices.filter(f => keep.contains(l.paths(f))).iterator.flatMap(f =>
+          l.firstRg(f) until l.firstRg(f + 1)).map { rg =>
           c.map(c => if (c.nonNull(rg) >= 0) c.nonNull(rg) else l.rgRows(rg)).getOrElse(l.rgRows(rg))
         }.sum
       }.getOrElse(0L)

@@ -22,7 +22,8 @@ trait TableFormat {
    * `spark.table(name)` for a catalog name, computed once for all formats (None: no such table). `refresh`: the
    * caller is about to build from the listing, so cached listings are refreshed first.
    */
-  def resolve(spark: SparkSession, ref: TableRef, analyzed: () => Option[LogicalPlan], refresh: Boolean): Option[ResolvedTable]
+  def resolve(spark: SparkSession, ref: TableRef, analyzed: () => Option[LogicalPlan], refresh: Boolean)
+      : Option[ResolvedTable]
 
   /**
    * The table a DataFrame reads, from the leaf of its plan (a relation); None when the leaf is not this format's.
@@ -42,7 +43,9 @@ trait TableFormat {
 }
 
 object TableFormat {
-  /** When a logical rewrite runs: in the optimizer, or after it among the pre-CBO rules (after Delta's own skipping). */
+  /**
+   * When a logical rewrite runs: in the optimizer, or after it among the pre-CBO rules (after Delta's own skipping).
+   */
   sealed trait Phase
   case object Optimizer extends Phase
   case object PreCbo extends Phase

@@ -29,8 +29,9 @@ class BloomSkippingRule(session: SparkSession, formats: Seq[TableFormat], phase:
     if (formats.isEmpty || !BloomConf.enabled(session)) return plan
     IndexCache.setMaxBytes(BloomConf.cacheMaxBytes(session))
     try plan.transformDown {
-      case f: Filter => TableFormat.first(formats)(_.rewrite(session, phase, f, plan)).getOrElse(f)
-    } catch {
+        case f: Filter => TableFormat.first(formats)(_.rewrite(session, phase, f, plan)).getOrElse(f)
+      }
+    catch {
       case NonFatal(e) =>
         logWarning(s"sparkbloom: skipping disabled for this query after an error: $e")
         plan

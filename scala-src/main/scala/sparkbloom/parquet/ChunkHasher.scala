@@ -85,13 +85,15 @@ object ChunkHasher {
 
   /** The chunk's null count from its statistics, when set. */
   def nullCount(meta: ColumnChunkMetaData): Option[Long] = {
-    val stats = try Option(meta.getStatistics) catch { case _: Exception => None }
+    val stats = try Option(meta.getStatistics)
+    catch { case _: Exception => None }
     stats.filter(s => s.isNumNullsSet && s.getNumNulls >= 0 && s.getNumNulls <= meta.getValueCount).map(_.getNumNulls)
   }
 
   /** Hashes of a dictionary page's values (PLAIN-encoded); None when the page is not as expected. */
   def hashDictionary(page: DictionaryPage, column: ColumnDescriptor): Option[Array[Long]] = {
-    if (page == null || !(page.getEncoding == Encoding.PLAIN_DICTIONARY || page.getEncoding == Encoding.PLAIN)) return None
+    if (page == null || !(page.getEncoding == Encoding.PLAIN_DICTIONARY || page.getEncoding == Encoding.PLAIN))
+      return None
     val size = page.getDictionarySize
     val out = new Array[Long](size)
     val bb = page.getBytes.toByteBuffer
@@ -147,7 +149,8 @@ object ChunkHasher {
    * Hashes the PLAIN values in `bb[from, to)` into `out` from `at`; returns the new end, or -1 when the
    * bytes are not whole values or there are more than `out` holds.
    */
-  private def hashPlain(buf: ByteBuffer, from: Int, to: Int, column: ColumnDescriptor, out: Array[Long], at: Int): Int = {
+  private def hashPlain(buf: ByteBuffer, from: Int, to: Int, column: ColumnDescriptor, out: Array[Long], at: Int)
+      : Int = {
     val bb = if (buf.order() == ByteOrder.LITTLE_ENDIAN) buf else buf.duplicate().order(ByteOrder.LITTLE_ENDIAN)
     var n = at; var pos = from
     val t = column.getPrimitiveType.getPrimitiveTypeName
@@ -167,7 +170,8 @@ object ChunkHasher {
       case PrimitiveTypeName.INT32 | PrimitiveTypeName.FLOAT => fixed(4)
       case PrimitiveTypeName.INT64 | PrimitiveTypeName.DOUBLE => fixed(8)
       case PrimitiveTypeName.INT96 => fixed(12)
-      case PrimitiveTypeName.FIXED_LEN_BYTE_ARRAY => if (column.getPrimitiveType.getTypeLength <= 0) -1 else fixed(column.getPrimitiveType.getTypeLength)
+      case PrimitiveTypeName.FIXED_LEN_BYTE_ARRAY =>
+        if (column.getPrimitiveType.getTypeLength <= 0) -1 else fixed(column.getPrimitiveType.getTypeLength)
       case PrimitiveTypeName.BINARY =>
         while (pos < to) {
           if (to - pos < 4 || n >= out.length) return -1

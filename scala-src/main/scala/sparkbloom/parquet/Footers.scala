@@ -65,7 +65,8 @@ final case class FooterInfo(rowGroups: IndexedSeq[RowGroupRange], fileLength: Lo
   def chunk(rowGroup: Int, column: String): Option[ChunkInfo] = fieldName(column).flatMap { name =>
     val field = schema.getFields.get(schema.getFieldIndex(name))
     blocks(rowGroup).getColumns.asScala.find(c => c.getPath.size() == 1 && c.getPath.toArray.head == name).map { c =>
-      val stats = try Option(c.getStatistics) catch { case _: Exception => None }
+      val stats = try Option(c.getStatistics)
+      catch { case _: Exception => None }
       ChunkInfo(name, FileEncodings.of(field, keyValueMetadata),
         stats.filter(s => s.isNumNullsSet).map(_.getNumNulls),
         Some(c.getBloomFilterOffset).filter(_ >= 0).filter(_ => filtersTrusted),
@@ -89,7 +90,8 @@ object Footers {
   def read(conf: Configuration, path: Path): FooterInfo = {
     val input = HadoopInputFile.fromPath(path, conf)
     val reader = open(input)
-    try fromMetadata(reader.getFooter, input.getLength) finally reader.close()
+    try fromMetadata(reader.getFooter, input.getLength)
+    finally reader.close()
   }
 
   /**
@@ -97,7 +99,8 @@ object Footers {
    * (local mode, or a file scheduled on the same executor): keyed by path, listed size and mtime, taken
    * (removed) by the build, softly referenced so memory pressure drops them. A miss just reads the footer.
    */
-  private val handOver = new java.util.concurrent.ConcurrentHashMap[(String, Long, Long), java.lang.ref.SoftReference[ParquetMetadata]]()
+  private val handOver =
+    new java.util.concurrent.ConcurrentHashMap[(String, Long, Long), java.lang.ref.SoftReference[ParquetMetadata]]()
   private val HandOverMax = 100000
 
   private def key(path: String, size: Long, mtime: Long): (String, Long, Long) = (path, size, mtime)

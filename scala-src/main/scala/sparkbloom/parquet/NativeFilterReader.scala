@@ -31,7 +31,8 @@ object NativeFilterReader {
       case Some(len) =>
         if (len <= 0 || offset + len > fileLength)
           throw new InvalidBloomFilterException(
-            s"bloom filter at offset $offset: its $len bytes run past the end of the file (they lie outside the file of $fileLength bytes)")
+            s"bloom filter at offset $offset: its $len bytes run past the end of the file (they lie outside the file " +
+              s"of $fileLength bytes)")
         if (len > Sbbf.MaxBytes + HeaderPrefix)
           throw new InvalidBloomFilterException(s"bloom filter length $len exceeds the ${Sbbf.MaxBytes} byte maximum")
         val bytes = readAt(in, offset, len)
@@ -43,11 +44,13 @@ object NativeFilterReader {
         val total = header.headerLength.toLong + header.numBytes
         if (offset + total > fileLength)
           throw new InvalidBloomFilterException(
-            s"bloom filter header says ${header.numBytes} bytes at offset $offset, past the end of the file of $fileLength bytes")
+            s"bloom filter header says ${header.numBytes} bytes at offset $offset, past the end of the file of " +
+              s"$fileLength bytes")
         val bitset = new Array[Byte](header.numBytes)
         val inPrefix = math.min(prefixLength - header.headerLength, header.numBytes)
         System.arraycopy(prefix, header.headerLength, bitset, 0, inPrefix)
-        if (inPrefix < header.numBytes) readFully(in, offset + header.headerLength + inPrefix, bitset, inPrefix, header.numBytes - inPrefix)
+        if (inPrefix < header.numBytes)
+          readFully(in, offset + header.headerLength + inPrefix, bitset, inPrefix, header.numBytes - inPrefix)
         Sbbf.fromBytes(bitset)
     }
   }
@@ -88,7 +91,8 @@ object NativeFilterReader {
     length.foreach { len =>
       if (len <= 0 || offset + len > fileLength)
         throw new InvalidBloomFilterException(
-          s"bloom filter at offset $offset: its $len bytes run past the end of the file (they lie outside the file of $fileLength bytes)")
+          s"bloom filter at offset $offset: its $len bytes run past the end of the file (they lie outside the file " +
+            s"of $fileLength bytes)")
     }
     val prefixLength = math.min(HeaderPrefix.toLong, length.map(_.toLong).getOrElse(fileLength - offset)).toInt
     val prefix = readAt(in, offset, prefixLength)
@@ -100,7 +104,8 @@ object NativeFilterReader {
           s"bloom filter header says ${header.headerLength} + ${header.numBytes} bytes but the stored length is $len")
       case None if offset + total > fileLength =>
         throw new InvalidBloomFilterException(
-          s"bloom filter header says ${header.numBytes} bytes at offset $offset, past the end of the file of $fileLength bytes")
+          s"bloom filter header says ${header.numBytes} bytes at offset $offset, past the end of the file of " +
+            s"$fileLength bytes")
       case _ =>
     }
     new Located(in, offset + header.headerLength, header.numBytes / Sbbf.BytesPerBlock)
@@ -110,7 +115,8 @@ object NativeFilterReader {
   def read(conf: Configuration, path: Path, offset: Long, length: Option[Int]): Sbbf = {
     val file = HadoopInputFile.fromPath(path, conf)
     val in = file.newStream()
-    try read(in, file.getLength, offset, length) finally in.close()
+    try read(in, file.getLength, offset, length)
+    finally in.close()
   }
 
   /** The filter of one column chunk, or None when the writer stored none. */
@@ -130,7 +136,8 @@ object NativeFilterReader {
   }
 
   private def readFully(in: SeekableInputStream, offset: Long, out: Array[Byte], from: Int, len: Int): Unit =
-    try { in.seek(offset); in.readFully(out, from, len) } catch {
+    try { in.seek(offset); in.readFully(out, from, len) }
+    catch {
       case e: IOException =>
         throw new InvalidBloomFilterException(s"cannot read $len bloom filter bytes at offset $offset: ${e.getMessage}")
     }

@@ -1,7 +1,9 @@
 package sparkbloom.predicate
 
-import org.apache.spark.sql.catalyst.expressions.{And => CAnd, AttributeReference, EqualNullSafe, EqualTo, ExprId, Expression,
-  In => CIn, InSet, IsNull => CIsNull, Literal, Or => COr}
+import org.apache.spark.sql.catalyst.expressions.{
+  And => CAnd, AttributeReference, EqualNullSafe, EqualTo, ExprId, Expression, In => CIn, InSet, IsNull => CIsNull,
+  Literal, Or => COr
+}
 import org.apache.spark.sql.types.DataType
 
 /**
@@ -16,11 +18,16 @@ sealed trait BloomPredicate { def sql: String }
 object BloomPredicate {
   /** The column equals one of `values` (non-null Catalyst values of `dataType`). */
   final case class In(column: String, dataType: DataType, values: Seq[Any]) extends BloomPredicate {
-    def sql: String = if (values.size == 1) s"$column = ${values.head}" else s"$column IN (${values.take(5).mkString(", ")}${if (values.size > 5) ", ..." else ""})"
+    def sql: String = if (values.size == 1) s"$column = ${values.head}"
+    else s"$column IN (${values.take(5).mkString(", ")}${if (values.size > 5) ", ..." else ""})"
   }
   final case class IsNull(column: String) extends BloomPredicate { def sql = s"$column IS NULL" }
-  final case class And(left: BloomPredicate, right: BloomPredicate) extends BloomPredicate { def sql = s"(${left.sql} AND ${right.sql})" }
-  final case class Or(left: BloomPredicate, right: BloomPredicate) extends BloomPredicate { def sql = s"(${left.sql} OR ${right.sql})" }
+  final case class And(left: BloomPredicate, right: BloomPredicate) extends BloomPredicate {
+    def sql = s"(${left.sql} AND ${right.sql})"
+  }
+  final case class Or(left: BloomPredicate, right: BloomPredicate) extends BloomPredicate {
+    def sql = s"(${left.sql} OR ${right.sql})"
+  }
   /** Nothing can match (e.g. `c = NULL`, `c IN ()`). */
   case object Nothing extends BloomPredicate { def sql = "false" }
   case object Unknown extends BloomPredicate { def sql = "unknown" }
@@ -52,16 +59,16 @@ object BloomPredicate {
       case EqualTo(a, b) => eq(a, b, nullSafe = false)
       case EqualNullSafe(a, b) => eq(a, b, nullSafe = true)
       case CIn(a, list) => col(a) match {
-        case Some((c, dt)) =>
-          val lits = list.map(lit(_, dt))
-          if (lits.exists(_.isEmpty)) Unknown
-          else { val vs = lits.flatten.filter(_ != null); if (vs.isEmpty) Nothing else In(c, dt, vs) }
-        case None => Unknown
-      }
+          case Some((c, dt)) =>
+            val lits = list.map(lit(_, dt))
+            if (lits.exists(_.isEmpty)) Unknown
+            else { val vs = lits.flatten.filter(_ != null); if (vs.isEmpty) Nothing else In(c, dt, vs) }
+          case None => Unknown
+        }
       case InSet(a, set) => col(a) match {
-        case Some((c, dt)) => val vs = set.toSeq.filter(_ != null); if (vs.isEmpty) Nothing else In(c, dt, vs)
-        case None => Unknown
-      }
+          case Some((c, dt)) => val vs = set.toSeq.filter(_ != null); if (vs.isEmpty) Nothing else In(c, dt, vs)
+          case None => Unknown
+        }
       case CIsNull(a) => col(a).map(c => IsNull(c._1)).getOrElse(Unknown)
       case CAnd(l, r) => and(translate(l, indexed), translate(r, indexed))
       case COr(l, r) => or(translate(l, indexed), translate(r, indexed))

@@ -22,10 +22,10 @@ object Conditions {
     case Literal(v: Double, _) => v.isNaN
     case Literal(v: Float, _) => v.isNaN
     case InSet(_, set) => set.exists {
-      case d: Double => d.isNaN
-      case f: Float => f.isNaN
-      case _ => false
-    }
+        case d: Double => d.isNaN
+        case f: Float => f.isNaN
+        case _ => false
+      }
     case _ => false
   }
 
@@ -34,10 +34,10 @@ object Conditions {
     case Literal(v: Double, _) => v == 0.0d
     case Literal(v: Float, _) => v == 0.0f
     case InSet(_, set) => set.exists {
-      case d: Double => d == 0.0d
-      case f: Float => f == 0.0f
-      case _ => false
-    }
+        case d: Double => d == 0.0d
+        case f: Float => f == 0.0f
+        case _ => false
+      }
     case _ => false
   }
 }

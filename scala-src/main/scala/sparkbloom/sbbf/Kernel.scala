@@ -31,7 +31,8 @@ object Kernel {
     try {
       if (!java.lang.Boolean.parseBoolean(System.getProperty("sparkbloom.simd", "true"))) None
       else {
-        val k: Kernel = Class.forName("sparkbloom.sbbf.VectorKernel$").getField("MODULE$").get(null).asInstanceOf[Kernel]
+        val k: Kernel =
+          Class.forName("sparkbloom.sbbf.VectorKernel$").getField("MODULE$").get(null).asInstanceOf[Kernel]
         if (VectorKernelProbe.usable(k)) Some(k) else None
       }
     } catch { case _: Throwable => None } // module not present (no --add-modules): scalar path
@@ -93,7 +94,8 @@ object ScalarKernel extends Kernel {
     while (i < until) { insert(words, numBlocks, hashes(i)); i += 1 }
   }
 
-  def checkAll(words: Array[Int], numBlocks: Int, hashes: Array[Long], from: Int, until: Int, out: Array[Boolean]): Unit = {
+  def checkAll(words: Array[Int], numBlocks: Int, hashes: Array[Long], from: Int, until: Int, out: Array[Boolean])
+      : Unit = {
     var i = from
     while (i < until) { out(i) = check(words, numBlocks, hashes(i)); i += 1 }
   }

@@ -2,8 +2,10 @@ package sparkbloom.sbbf
 
 import java.io.{ByteArrayInputStream, ByteArrayOutputStream, IOException}
 
-import org.apache.parquet.format.{BloomFilterAlgorithm, BloomFilterCompression, BloomFilterHash, BloomFilterHeader,
-  SplitBlockAlgorithm, Uncompressed, Util, XxHash}
+import org.apache.parquet.format.{
+  BloomFilterAlgorithm, BloomFilterCompression, BloomFilterHash, BloomFilterHeader, SplitBlockAlgorithm, Uncompressed,
+  Util, XxHash
+}
 
 /**
  * The on-disk form of a Parquet bloom filter: a Thrift-compact `BloomFilterHeader` followed by the bitset.
@@ -37,9 +39,11 @@ object ParquetBloomFilter {
   /** Parses and validates a header at the start of `bytes(offset until offset+available)`. */
   def parseHeader(bytes: Array[Byte], offset: Int, available: Int): Parsed = {
     if (offset < 0 || available < 0 || offset.toLong + available > bytes.length)
-      throw new InvalidBloomFilterException(s"bloom filter range $offset + $available is outside a buffer of ${bytes.length} bytes")
+      throw new InvalidBloomFilterException(
+        s"bloom filter range $offset + $available is outside a buffer of ${bytes.length} bytes")
     val in = new ByteArrayInputStream(bytes, offset, available)
-    val h = try Util.readBloomFilterHeader(in) catch {
+    val h = try Util.readBloomFilterHeader(in)
+    catch {
       case e: IOException => throw new InvalidBloomFilterException(s"unreadable bloom filter header: ${e.getMessage}")
       case e: RuntimeException => throw new InvalidBloomFilterException(s"unreadable bloom filter header: $e")
     }
@@ -49,10 +53,12 @@ object ParquetBloomFilter {
     if (h.getHash == null || !h.getHash.isSetXXHASH)
       throw new InvalidBloomFilterException(s"unsupported bloom filter hash ${h.getHash} (only XXHASH)")
     if (h.getCompression == null || !h.getCompression.isSetUNCOMPRESSED)
-      throw new InvalidBloomFilterException(s"unsupported bloom filter compression ${h.getCompression} (only UNCOMPRESSED)")
+      throw new InvalidBloomFilterException(
+        s"unsupported bloom filter compression ${h.getCompression} (only UNCOMPRESSED)")
     val n = h.getNumBytes
     if (n <= 0 || n % Sbbf.BytesPerBlock != 0)
-      throw new InvalidBloomFilterException(s"bloom filter numBytes $n is not a positive multiple of ${Sbbf.BytesPerBlock}")
+      throw new InvalidBloomFilterException(
+        s"bloom filter numBytes $n is not a positive multiple of ${Sbbf.BytesPerBlock}")
     if (n > Sbbf.MaxBytes)
       throw new InvalidBloomFilterException(s"bloom filter numBytes $n exceeds the ${Sbbf.MaxBytes} byte maximum")
     Parsed(n, headerLength)

@@ -60,7 +60,8 @@ object RunProbe {
       var k = 0
       while (k < 8) {
         val v = w(block * 8 + k); val p = destOffset + j * 32 + k * 4
-        dest(p) = v.toByte; dest(p + 1) = (v >>> 8).toByte; dest(p + 2) = (v >>> 16).toByte; dest(p + 3) = (v >>> 24).toByte
+        dest(p) = v.toByte; dest(p + 1) = (v >>> 8).toByte; dest(p + 2) = (v >>> 16).toByte;
+        dest(p + 3) = (v >>> 24).toByte
         k += 1
       }
       j += 1
@@ -119,7 +120,8 @@ object ScalarRunProbe extends RunProbe {
       while (j < end) {
         val p = offset + (j << 5)
         // The bits of the mask the block lacks: none means the block passes.
-        val missing = (m0 & ~bb.getLong(p)) | (m1 & ~bb.getLong(p + 8)) | (m2 & ~bb.getLong(p + 16)) | (m3 & ~bb.getLong(p + 24))
+        val missing =
+          (m0 & ~bb.getLong(p)) | (m1 & ~bb.getLong(p + 8)) | (m2 & ~bb.getLong(p + 16)) | (m3 & ~bb.getLong(p + 24))
         // Block j's bit enters at the top and moves down one place per block (constant shifts only);
         // (missing - 1) & ~missing has its top bit set exactly when missing == 0.
         acc = (acc >>> 1) | ((missing - 1) & ~missing & Long.MinValue)

@@ -16,7 +16,8 @@ import java.nio.{ByteBuffer, ByteOrder}
  * values and size. `z` may be any positive block count (writers use powers of two; readers accept any).
  */
 final class Sbbf private (val words: Array[Int], kernel: Kernel) {
-  require(words.length > 0 && words.length % Sbbf.WordsPerBlock == 0, s"bitset of ${words.length} words is not whole blocks")
+  require(words.length > 0 && words.length % Sbbf.WordsPerBlock == 0,
+    s"bitset of ${words.length} words is not whole blocks")
 
   val numBlocks: Int = words.length / Sbbf.WordsPerBlock
   def numBytes: Int = words.length * 4
@@ -26,20 +27,25 @@ final class Sbbf private (val words: Array[Int], kernel: Kernel) {
   def mightContain(hash: Long): Boolean = kernel.check(words, numBlocks, hash)
 
   def insertAll(hashes: Array[Long]): Unit = kernel.insertAll(words, numBlocks, hashes, 0, hashes.length)
-  def insertAll(hashes: Array[Long], from: Int, until: Int): Unit = kernel.insertAll(words, numBlocks, hashes, from, until)
+  def insertAll(hashes: Array[Long], from: Int, until: Int): Unit =
+    kernel.insertAll(words, numBlocks, hashes, from, until)
 
   /** `out(i) = mightContain(hashes(i))`; the probes run without early exit. */
   def mightContainAll(hashes: Array[Long], out: Array[Boolean]): Unit = {
     require(out.length >= hashes.length)
     kernel.checkAll(words, numBlocks, hashes, 0, hashes.length, out)
   }
-  def mightContainAll(hashes: Array[Long]): Array[Boolean] = { val o = new Array[Boolean](hashes.length); mightContainAll(hashes, o); o }
+  def mightContainAll(hashes: Array[Long]): Array[Boolean] = {
+    val o = new Array[Boolean](hashes.length); mightContainAll(hashes, o); o
+  }
 
   /** True when at least one of `hashes` may be present (an IN list). */
   def mightContainAny(hashes: Array[Long]): Boolean = kernel.checkAny(words, numBlocks, hashes)
 
   /** Number of set bits. */
-  def cardinalityOfBits: Long = { var s = 0L; var i = 0; while (i < words.length) { s += Integer.bitCount(words(i)); i += 1 }; s }
+  def cardinalityOfBits: Long = {
+    var s = 0L; var i = 0; while (i < words.length) { s += Integer.bitCount(words(i)); i += 1 }; s
+  }
 
   /**
    * The probability that a random absent hash passes, computed from this bitset as it is: the mean over
@@ -126,7 +132,8 @@ object Sbbf {
     if (length <= 0 || length % BytesPerBlock != 0)
       throw new InvalidBloomFilterException(s"bitset length $length is not a positive multiple of $BytesPerBlock bytes")
     if (offset < 0 || offset.toLong + length > bytes.length)
-      throw new InvalidBloomFilterException(s"bitset of $length bytes at offset $offset runs past the ${bytes.length} bytes available")
+      throw new InvalidBloomFilterException(
+        s"bitset of $length bytes at offset $offset runs past the ${bytes.length} bytes available")
     val words = new Array[Int](length / 4)
     ByteBuffer.wrap(bytes, offset, length).order(ByteOrder.LITTLE_ENDIAN).asIntBuffer().get(words)
     new Sbbf(words, kernel)
@@ -141,10 +148,14 @@ object Sbbf {
     if (fold == 1) { // every build computes this per filter: the same products in the same order, unrolled
       while (b < blocks) {
         val o = b * 8
-        sum += Integer.bitCount(words(o)) / 32.0 * (Integer.bitCount(words(o + 1)) / 32.0) *
-          (Integer.bitCount(words(o + 2)) / 32.0) * (Integer.bitCount(words(o + 3)) / 32.0) *
-          (Integer.bitCount(words(o + 4)) / 32.0) * (Integer.bitCount(words(o + 5)) / 32.0) *
-          (Integer.bitCount(words(o + 6)) / 32.0) * (Integer.bitCount(words(o + 7)) / 32.0)
+        sum += Integer.bitCount(words(o)) / 32.0 *
+          (Integer.bitCount(words(o + 1)) / 32.0) *
+          (Integer.bitCount(words(o + 2)) / 32.0) *
+          (Integer.bitCount(words(o + 3)) / 32.0) *
+          (Integer.bitCount(words(o + 4)) / 32.0) *
+          (Integer.bitCount(words(o + 5)) / 32.0) *
+          (Integer.bitCount(words(o + 6)) / 32.0) *
+          (Integer.bitCount(words(o + 7)) / 32.0)
         b += 1
       }
       return sum / blocks

@@ -67,7 +67,14 @@ object Sizing {
   private[this] def logFactorial(i: Int): Double = {
     if (i < 2) 0.0
     else if (i < 64) { var s = 0.0; var j = 2; while (j <= i) { s += math.log(j); j += 1 }; s }
-    else { val x = i.toDouble; x * math.log(x) - x + 0.5 * math.log(2 * math.Pi * x) + 1 / (12 * x) - 1 / (360 * x * x * x) }
+    else {
+      val x = i.toDouble;
+      x * math.log(x) - x + 0.5 * math.log(2 * math.Pi * x) +
+        1 /
+        (12 * x) -
+        1 /
+        (360 * x * x * x)
+    }
   }
 
   def checkFpp(fpp: Double): Unit =
@@ -93,7 +100,7 @@ object Sizing {
   def roundUpToGrid(blocks: Long): Long = {
     if (blocks < 8) return blocks
     val shift = 63 - java.lang.Long.numberOfLeadingZeros(blocks) - 2 // keep the top three bits
-    val mantissa = (blocks + (1L << shift) - 1) >>> shift             // 4..8
+    val mantissa = (blocks + (1L << shift) - 1) >>> shift // 4..8
     mantissa << shift
   }
 

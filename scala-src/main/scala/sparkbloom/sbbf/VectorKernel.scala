@@ -16,7 +16,8 @@ object VectorKernel extends Kernel {
   def name = "vector"
 
   @inline private def mask(hash: Long): IntVector =
-    Ones.lanewise(VectorOperators.LSHL, IntVector.broadcast(Species, hash.toInt).mul(Salts).lanewise(VectorOperators.LSHR, 27))
+    Ones.lanewise(VectorOperators.LSHL,
+      IntVector.broadcast(Species, hash.toInt).mul(Salts).lanewise(VectorOperators.LSHR, 27))
 
   @inline def insert(words: Array[Int], numBlocks: Int, hash: Long): Unit = {
     val base = Kernel.blockIndex(hash, numBlocks) << 3
@@ -34,7 +35,8 @@ object VectorKernel extends Kernel {
     while (i < until) { insert(words, numBlocks, hashes(i)); i += 1 }
   }
 
-  def checkAll(words: Array[Int], numBlocks: Int, hashes: Array[Long], from: Int, until: Int, out: Array[Boolean]): Unit = {
+  def checkAll(words: Array[Int], numBlocks: Int, hashes: Array[Long], from: Int, until: Int, out: Array[Boolean])
+      : Unit = {
     var i = from
     while (i < until) { out(i) = check(words, numBlocks, hashes(i)); i += 1 }
   }

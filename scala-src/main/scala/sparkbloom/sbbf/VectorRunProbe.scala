@@ -28,7 +28,8 @@ object VectorRunProbe extends RunProbe {
 
   def probeRun(run: Array[Byte], offset: Int, m: Int, hash: Long, out: Array[Long]): Unit = {
     RunProbe.checkArgs(run, offset, m, out)
-    val mask = Ones.lanewise(VectorOperators.LSHL, IntVector.broadcast(Ints, hash.toInt).mul(Salts).lanewise(VectorOperators.LSHR, 27))
+    val mask = Ones.lanewise(VectorOperators.LSHL,
+      IntVector.broadcast(Ints, hash.toInt).mul(Salts).lanewise(VectorOperators.LSHR, 27))
     var j = 0
     while (j < m) {
       val end = math.min(m, j + 64)

@@ -29,7 +29,7 @@ import sparkbloom.predicate.BloomPredicate
  * filtering stay on, except as the Parquet table formats turn them off for ±0.0 and NaN (through the scan's options).
  */
 class BloomParquetFileFormat(val selection: RowGroupSelection, val native: Option[NativeSpec] = None)
-    extends ParquetFileFormat {
+  extends ParquetFileFormat {
 
   override def buildReaderWithPartitionValues(
       sparkSession: SparkSession,
@@ -46,10 +46,11 @@ class BloomParquetFileFormat(val selection: RowGroupSelection, val native: Optio
     val minSkip = BloomConf.minSkipPerExtraRead(sparkSession)
     val nat = native.filter(n => NativeFilters.prunable(n.all) || NativeFilters.prunable(n.covered))
     val conf = nat.map(_ => sparkSession.sparkContext.broadcast(new SerializableConf(hadoopConf)))
-    (file: PartitionedFile) => BloomParquetFileFormat.splitsToRead(file, sel, nat, conf.get.value.value, minSkip) match {
-      case None => read(file)
-      case Some(parts) => parts.iterator.flatMap(read)
-    }
+    (file: PartitionedFile) =>
+      BloomParquetFileFormat.splitsToRead(file, sel, nat, conf.get.value.value, minSkip) match {
+        case None => read(file)
+        case Some(parts) => parts.iterator.flatMap(read)
+      }
   }
 
   override def toString: String =
@@ -101,11 +102,14 @@ object NativeSpec {
   def apply(session: SparkSession, cond: org.apache.spark.sql.catalyst.expressions.Expression,
             dataCol: org.apache.spark.sql.catalyst.expressions.ExprId => Option[String], indexedColumns: Set[String],
             options: NativeFilters.Options, enabled: Boolean): NativeSpec = {
-        val byFieldId = session.conf.get("spark.sql.parquet.fieldId.read.enabled", "false").toBoolean
+    val byFieldId = session.conf.get("spark.sql.parquet.fieldId.read.enabled", "false").toBoolean
     val on = enabled && !byFieldId && session.sessionState.conf.parquetFilterPushDown
     val all = if (on) BloomPredicate.translate(cond, dataCol) else BloomPredicate.Unknown
-    val covered = if (on) BloomPredicate.translate(cond, id => dataCol(id).filterNot(n =>
-      indexedColumns.contains(n.toLowerCase(java.util.Locale.ROOT)))) else BloomPredicate.Unknown
+    val covered = if (on) BloomPredicate.translate(cond,
+      id =>
+        dataCol(id).filterNot(n =>
+          indexedColumns.contains(n.toLowerCase(java.util.Locale.ROOT))))
+    else BloomPredicate.Unknown
     val prunes = NativeFilters.prunable(all) || NativeFilters.prunable(covered)
     new NativeSpec(all, covered, options, if (prunes) NativeMetrics(session.sparkContext) else null)
   }
@@ -113,8 +117,10 @@ object NativeSpec {
 
 /** Executor-side counters of native bloom filtering (SQL metrics of the scan's BloomIndexSkipping node). */
 final class NativeMetrics(val rowGroupsChecked: SQLMetric, val rowGroupsSkipped: SQLMetric,
-                          val filtersInvalid: SQLMetric, val filesUnreadable: SQLMetric, val time: SQLMetric) extends Serializable {
-  def all: Map[String, SQLMetric] = Map("nativeRowGroupsChecked" -> rowGroupsChecked, "nativeRowGroupsSkipped" -> rowGroupsSkipped,
+                          val filtersInvalid: SQLMetric, val filesUnreadable: SQLMetric, val time: SQLMetric)
+  extends Serializable {
+  def all: Map[String, SQLMetric] = Map("nativeRowGroupsChecked" -> rowGroupsChecked,
+    "nativeRowGroupsSkipped" -> rowGroupsSkipped,
     "nativeFiltersInvalid" -> filtersInvalid, "nativeFilesUnreadable" -> filesUnreadable, "nativeTime" -> time)
 }
 
@@ -140,7 +146,8 @@ object BloomParquetFileFormat {
    * the bytes skipped are under `minSkipPerExtraRead` per extra piece (each piece reopens the file).
    */
   def readWhole(pieces: Seq[(Long, Long)], s: Long, e: Long, minSkipPerExtraRead: Long): Boolean =
-    pieces.size > 1 && (e - s) - pieces.iterator.map(p => p._2 - p._1).sum < (pieces.size - 1).toLong * minSkipPerExtraRead
+    pieces.size > 1 && (e - s) -
+      pieces.iterator.map(p => p._2 - p._1).sum < (pieces.size - 1).toLong * minSkipPerExtraRead
 
   /**
    * What Spark's reader should read of the split `file`: None = the split as it is; otherwise these pieces of it
@@ -170,6 +177,8 @@ object BloomParquetFileFormat {
       case ((ps, pe) :: rest, (a, b)) if a <= pe => (ps, math.max(pe, b)) :: rest
       case (acc, r) => r :: acc
     }.reverse
-    merged.flatMap { case (a, b) => val lo = math.max(a, s); val hi = math.min(b, e); if (lo < hi) Some(lo -> hi) else None }
+    merged.flatMap { case (a, b) =>
+      val lo = math.max(a, s); val hi = math.min(b, e); if (lo < hi) Some(lo -> hi) else None
+    }
   }
 }

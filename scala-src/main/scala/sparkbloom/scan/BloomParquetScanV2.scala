@@ -81,7 +81,8 @@ final class NativeFilteringReaderFactory(inner: ParquetPartitionReaderFactory, s
   override def options: FileSourceOptions = inner.options
   override def supportColumnarReads(partition: InputPartition): Boolean = inner.supportColumnarReads(partition)
   override def buildReader(file: PartitionedFile): PartitionReader[InternalRow] = narrowed(file, inner.buildReader)
-  override def buildColumnarReader(file: PartitionedFile): PartitionReader[ColumnarBatch] = narrowed(file, inner.buildColumnarReader)
+  override def buildColumnarReader(file: PartitionedFile): PartitionReader[ColumnarBatch] =
+    narrowed(file, inner.buildColumnarReader)
 
   private def narrowed[T](file: PartitionedFile, build: PartitionedFile => PartitionReader[T]): PartitionReader[T] =
     BloomParquetFileFormat.splitsToRead(file, selection, Some(spec), conf.value.value, minSkip) match {

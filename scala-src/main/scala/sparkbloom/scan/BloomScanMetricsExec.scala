@@ -30,17 +30,20 @@ case class BloomScanMetricsExec(child: SparkPlan) extends UnaryExecNode {
 
   override def simpleString(maxFields: Int): String =
     s"$nodeName ${index.map(i => s"[${i.indexNames}] [${i.predicateSql}]").getOrElse("")}" +
-      BloomScanMetricsExec.nativeSpec(child).filter(_.metrics != null).map(n => s" native filters [${n.all.sql}]").getOrElse("")
+      BloomScanMetricsExec.nativeSpec(child).filter(_.metrics != null).map(n =>
+        s" native filters [${n.all.sql}]").getOrElse("")
 
   private def native: Option[NativeMetrics] = BloomScanMetricsExec.nativeMetrics(child)
 
-  override lazy val metrics: Map[String, SQLMetric] = (if (index.isEmpty) Map.empty[String, SQLMetric] else Map(
-    "filesSkipped" -> SQLMetrics.createMetric(sparkContext, "files skipped by bloom indexes"),
-    "rowGroupsSkipped" -> SQLMetrics.createMetric(sparkContext, "row groups skipped by bloom indexes"),
-    "filesNotCovered" -> SQLMetrics.createMetric(sparkContext, "files not covered by bloom indexes"),
-    "indexBytesRead" -> SQLMetrics.createSizeMetric(sparkContext, "bloom index bytes read"),
-    "probeTime" -> SQLMetrics.createTimingMetric(sparkContext, "bloom index probe time"))) ++
-    native.map(_.all).getOrElse(Map.empty) // updated by the scan's tasks
+  override lazy val metrics: Map[String, SQLMetric] =
+    (if (index.isEmpty) Map.empty[String, SQLMetric]
+     else Map(
+       "filesSkipped" -> SQLMetrics.createMetric(sparkContext, "files skipped by bloom indexes"),
+       "rowGroupsSkipped" -> SQLMetrics.createMetric(sparkContext, "row groups skipped by bloom indexes"),
+       "filesNotCovered" -> SQLMetrics.createMetric(sparkContext, "files not covered by bloom indexes"),
+       "indexBytesRead" -> SQLMetrics.createSizeMetric(sparkContext, "bloom index bytes read"),
+       "probeTime" -> SQLMetrics.createTimingMetric(sparkContext, "bloom index probe time"))) ++
+      native.map(_.all).getOrElse(Map.empty) // updated by the scan's tasks
 
   override protected def doExecute(): RDD[InternalRow] = { val rdd = child.execute(); report(); rdd }
   override protected def doExecuteColumnar(): RDD[ColumnarBatch] = { val rdd = child.executeColumnar(); report(); rdd }
@@ -67,16 +70,16 @@ object BloomScanMetricsExec {
    */
   def pruner(p: SparkPlan): Option[IndexPruner] = p match {
     case s: FileSourceScanExec => s.relation.location match {
-      case b: PrunedSource => Some(b.pruner)
-      case _ => None
-    }
-    case b: BatchScanExec => b.scan match {
-      case v: BloomParquetScanV2 => v.index.map(_.pruner)
-      case _ => b.table match {
-        case t: PrunedSource => Some(t.pruner)
+        case b: PrunedSource => Some(b.pruner)
         case _ => None
       }
-    }
+    case b: BatchScanExec => b.scan match {
+        case v: BloomParquetScanV2 => v.index.map(_.pruner)
+        case _ => b.table match {
+            case t: PrunedSource => Some(t.pruner)
+            case _ => None
+          }
+      }
     case _ => None
   }
 
@@ -85,13 +88,13 @@ object BloomScanMetricsExec {
 
   def nativeSpec(p: SparkPlan): Option[NativeSpec] = p match {
     case s: FileSourceScanExec => s.relation.fileFormat match {
-      case b: BloomParquetFileFormat => b.native
-      case _ => None
-    }
+        case b: BloomParquetFileFormat => b.native
+        case _ => None
+      }
     case b: BatchScanExec => b.scan match {
-      case v: BloomParquetScanV2 => Some(v.spec)
-      case _ => None
-    }
+        case v: BloomParquetScanV2 => Some(v.spec)
+        case _ => None
+      }
     case _ => None
   }
 }

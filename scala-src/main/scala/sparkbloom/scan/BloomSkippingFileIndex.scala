@@ -43,7 +43,8 @@ class BloomSkippingFileIndex(
 
   override def listFiles(partitionFilters: Seq[Expression], dataFilters: Seq[Expression]): Seq[PartitionDirectory] = {
     val listed = delegate.listFiles(partitionFilters, dataFilters)
-    try prune(listed) catch {
+    try prune(listed)
+    catch {
       case NonFatal(e) =>
         log.warn(s"sparkbloom: reading every file of $tableName after an error while pruning: $e")
         listed
@@ -74,9 +75,11 @@ class BloomSkippingFileIndex(
     b.result()
   }
 
-  override def toString: String = s"BloomSkippingFileIndex(indexes=[$indexNames], predicate=[$predicateSql], delegate=$delegate)"
+  override def toString: String =
+    s"BloomSkippingFileIndex(indexes=[$indexNames], predicate=[$predicateSql], delegate=$delegate)"
   override def equals(o: Any): Boolean = o match {
-    case b: BloomSkippingFileIndex => (b eq this) || (b.delegate == delegate && b.predicateSql == predicateSql && b.indexNames == indexNames)
+    case b: BloomSkippingFileIndex => (b eq this) ||
+      (b.delegate == delegate && b.predicateSql == predicateSql && b.indexNames == indexNames)
     case _ => false
   }
   override def hashCode(): Int = delegate.hashCode() * 31 + predicateSql.hashCode

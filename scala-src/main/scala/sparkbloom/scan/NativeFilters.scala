@@ -81,7 +81,8 @@ object NativeFilters {
     val fs = path.getFileSystem(conf)
     val footer = cached.getOrElse {
       val reader = Footers.open(HadoopInputFile.fromStatus(fs.getFileStatus(path), conf))
-      val f = try Footers.fromMetadata(reader.getFooter, fileSize) finally reader.close()
+      val f = try Footers.fromMetadata(reader.getFooter, fileSize)
+      finally reader.close()
       if (footers.size >= MaxFooters) footers.clear()
       footers.put(key, new java.lang.ref.SoftReference(f))
       f
@@ -90,14 +91,17 @@ object NativeFilters {
     // is cached).
     var opened: SeekableInputStream = null
     val in = new LazyStream(() => { opened = org.apache.parquet.hadoop.util.HadoopStreams.wrap(fs.open(path)); opened })
-    try decide(in, fileSize, footer, start, end, pred, opts) finally if (opened != null) opened.close()
+    try decide(in, fileSize, footer, start, end, pred, opts)
+    finally if (opened != null) opened.close()
   }
 
   final val MaxFooters = 20000
-  private val footers = new java.util.concurrent.ConcurrentHashMap[(String, Long, Long), java.lang.ref.SoftReference[FooterInfo]]()
+  private val footers =
+    new java.util.concurrent.ConcurrentHashMap[(String, Long, Long), java.lang.ref.SoftReference[FooterInfo]]()
 
   /** Reads the footer of `path` and decides the split [start, end) (tools and tests). */
-  def decide(conf: Configuration, path: Path, start: Long, end: Long, pred: BloomPredicate, opts: Options): Option[Decision] = {
+  def decide(conf: Configuration, path: Path, start: Long, end: Long, pred: BloomPredicate, opts: Options)
+      : Option[Decision] = {
     val st = path.getFileSystem(conf).getFileStatus(path)
     decide(conf, path, st.getLen, st.getModificationTime, start, end, pred, opts)
   }
@@ -140,7 +144,8 @@ object NativeFilters {
     }
 
     def mightMatch(rg: Int, p: BloomPredicate,
-                   filters: scala.collection.mutable.Map[String, Option[(NativeFilterReader.Located, ColumnEncoding)]]): Boolean = p match {
+                   filters: scala.collection.mutable.Map[String, Option[(NativeFilterReader.Located, ColumnEncoding)]])
+        : Boolean = p match {
       case Unknown => true
       case Nothing => false
       case IsNull(_) => true
@@ -149,7 +154,9 @@ object NativeFilters {
           case None => true
           case Some((f, enc)) =>
             val hs = hashesFor(in, enc)
-            hs == null || (try f.mightContainAny(hs) catch {
+            hs == null ||
+            (try f.mightContainAny(hs)
+            catch {
               case _: InvalidBloomFilterException => invalid += 1; true // a block that cannot be read
             })
         }

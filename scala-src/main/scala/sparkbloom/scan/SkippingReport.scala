@@ -26,18 +26,24 @@ object SkippingReport extends AdaptiveSparkPlanHelper {
       // No index: the files' own filters only. Files: those the scan read (0 before it ran).
       val files = s.metrics.get("numFiles").map(_.value).getOrElse(0L)
       val pred = BloomScanMetricsExec.nativeSpec(s).map(_.all.sql).getOrElse("")
-      Some(withNative(s, ScanSkipping("", s.relation.location.rootPaths.mkString(", "), pred, files, files, 0L, 0L, files)))
-    case b: org.apache.spark.sql.execution.datasources.v2.BatchScanExec if b.scan.isInstanceOf[BloomParquetScanV2] &&
-        b.scan.asInstanceOf[BloomParquetScanV2].index.isDefined =>
+      Some(withNative(s,
+        ScanSkipping("", s.relation.location.rootPaths.mkString(", "), pred, files, files, 0L, 0L, files)))
+    case b: org.apache.spark.sql.execution.datasources.v2.BatchScanExec
+        if b.scan.isInstanceOf[BloomParquetScanV2] &&
+          b.scan.asInstanceOf[BloomParquetScanV2].index.isDefined =>
       val index = b.scan.asInstanceOf[BloomParquetScanV2].index.get
-      index.lastSkipping.orElse { b.scan.asInstanceOf[BloomParquetScanV2].planInputPartitions(); index.lastSkipping }.map(withNative(b, _))
-    case b: org.apache.spark.sql.execution.datasources.v2.BatchScanExec if BloomScanMetricsExec.nativeMetrics(b).isDefined =>
+      index.lastSkipping.orElse {
+        b.scan.asInstanceOf[BloomParquetScanV2].planInputPartitions(); index.lastSkipping
+      }.map(withNative(b, _))
+    case b: org.apache.spark.sql.execution.datasources.v2.BatchScanExec
+        if BloomScanMetricsExec.nativeMetrics(b).isDefined =>
       val v = b.scan.asInstanceOf[BloomParquetScanV2]
       val files = v.planInputPartitions().iterator.flatMap {
         case f: org.apache.spark.sql.execution.datasources.FilePartition => f.files.iterator.map(_.filePath)
         case _ => Iterator.empty
       }.toSet.size.toLong
-      Some(withNative(b, ScanSkipping("", v.fileIndex.rootPaths.mkString(", "), v.spec.all.sql, files, files, 0L, 0L, files)))
+      Some(withNative(b,
+        ScanSkipping("", v.fileIndex.rootPaths.mkString(", "), v.spec.all.sql, files, files, 0L, 0L, files)))
   }.flatten
 
   private def withNative(s: SparkPlan, k: ScanSkipping): ScanSkipping =
@@ -46,6 +52,7 @@ object SkippingReport extends AdaptiveSparkPlanHelper {
       case Some(m) =>
         val checked = m.rowGroupsChecked.value; val skipped = m.rowGroupsSkipped.value
         val base = if (k.index.nonEmpty) k else k.copy(rowGroupsTotal = checked, rowGroupsKept = checked - skipped)
-        base.copy(nativeRowGroupsChecked = checked, nativeRowGroupsSkipped = skipped, nativeFiltersInvalid = m.filtersInvalid.value)
+        base.copy(nativeRowGroupsChecked = checked, nativeRowGroupsSkipped = skipped,
+          nativeFiltersInvalid = m.filtersInvalid.value)
     }
 }

@@ -15,7 +15,8 @@ import sparkbloom.index.{ColumnSpec, IndexManager, IndexedColumn, TableRef}
  *   REFRESH BLOOM INDEX name ON table [FULL | INCREMENTAL]
  *   SHOW BLOOM INDEXES ON table
  *   DESC[RIBE] BLOOM INDEX name ON table
- *   CREATE BLOOMFILTER INDEX ON [TABLE] table FOR COLUMNS (col [OPTIONS (fpp = .., numItems = ..)], ...) [OPTIONS (...)]
+ *   CREATE BLOOMFILTER INDEX ON [TABLE] table FOR COLUMNS (col [OPTIONS (fpp = .., numItems = ..)], ...) [OPTIONS
+ * (...)]
  *     (Databricks' fpp is per file; false_reads_per_key is accepted too)
  *   DROP BLOOMFILTER INDEX ON [TABLE] table [FOR COLUMNS (col, ...)]
  *
@@ -132,7 +133,7 @@ private final class BloomDdlParser(in: TokenCursor) {
   private def tableRef(): TableRef = {
     val first = in.identifier("a table name or parquet.`path`")
     if (first.isWord("parquet") && in.peek.isSymbol(".") && in.peekAt(1).kind == TokenKind.Quoted &&
-        !in.peekAt(2).isSymbol(".")) {
+      !in.peekAt(2).isSymbol(".")) {
       in.next()
       val path = in.next()
       if (path.text.trim.isEmpty) throw in.error(path, "the path is empty")

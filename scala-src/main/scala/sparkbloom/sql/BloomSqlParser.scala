@@ -75,5 +75,6 @@ object BloomSqlParser {
 
   /** Like the lexer's, but an unclosed comment just ends the text: the claim check never throws. */
   private def skipSpaceAndComments(sql: String, from: Int): Int =
-    try SqlLexer.skipSpaceAndComments(sql, from) catch { case _: ParseException => sql.length }
+    try SqlLexer.skipSpaceAndComments(sql, from)
+    catch { case _: ParseException => sql.length }
 }

@@ -56,31 +56,37 @@ private[sql] object CommandOutput {
       "Table" -> d.table,
       "Location" -> d.location,
       "Columns" -> d.columns.map(_.name).mkString(", ")) ++
-      d.columns.map(c => s"Column ${c.name}" -> columnOptions(c)) ++ Seq(
-      "False Reads Per Key" -> d.falseReadsPerKey.fold("none")(_.toString),
-      "FPP" -> d.fpp.fold("none")(_.toString),
-      "NDV" -> d.ndv.fold("none")(_.toString)) ++
+      d.columns.map(c => s"Column ${c.name}" -> columnOptions(c)) ++
+      Seq(
+        "False Reads Per Key" -> d.falseReadsPerKey.fold("none")(_.toString),
+        "FPP" -> d.fpp.fold("none")(_.toString),
+        "NDV" -> d.ndv.fold("none")(_.toString)) ++
       perColumn(d, "Sizing")(d.policies.lift) ++
       perColumn(d, "Expected False Reads Per Key")(stat(d, _)(s => f"${s.expectedFalseReadsPerKey}%.4g")) ++
-      perColumn(d, "Bytes Per Value")(stat(d, _)(s => s.bytesPerValue.fold("unknown (harvested filters)")(b => f"$b%.2f"))) ++
-      d.maxBitsPerValue.map(b => "Max Bits Per Value" -> (s"$b; past it the expected false reads rise instead; row groups there: " +
-        d.columnStats.map(s => s"${s.column} ${s.rowGroupsAtCeiling} of ${s.rowGroups}").mkString(", "))).toSeq ++ Seq(
-      "Version" -> d.version.toString,
-      "Created At" -> Instant.ofEpochMilli(d.createdAtMillis).toString,
-      "Files Covered" -> d.filesCovered.toString,
-      "Row Groups Covered" -> d.rowGroupsCovered.toString,
-      "Filters Harvested" -> d.filtersHarvested.toString,
-      "Filters Scanned" -> d.filtersScanned.toString,
-      "Size In Bytes" -> d.sizeInBytes.toString,
-      "Files In Table" -> d.filesInTable.toString,
-      "Files Not Covered" -> d.filesNotCovered.toString,
-      "Files Deleted" -> d.filesDeleted.toString) ++
-      d.snapshotCovered.map("Table Version Covered" -> _).toSeq ++ d.snapshotNow.map("Table Version Now" -> _).toSeq ++ Seq(
-      "Lookups (this driver)" -> d.usage.lookups.toString,
-      "Files Skipped (this driver)" -> d.usage.filesSkipped.toString,
-      "Row Groups Skipped (this driver)" -> d.usage.rowGroupsSkipped.toString,
-      "Index Bytes Read (this driver)" -> d.usage.indexBytesRead.toString,
-      "Probe Time (this driver)" -> f"${d.usage.probeTimeNs / 1e6}%.1f ms") ++
+      perColumn(d, "Bytes Per Value")(stat(d, _)(s =>
+          s.bytesPerValue.fold("unknown (harvested filters)")(b => f"$b%.2f"))) ++
+      d.maxBitsPerValue.map(b =>
+        "Max Bits Per Value" ->
+          (s"$b; past it the expected false reads rise instead; row groups there: " +
+            d.columnStats.map(s => s"${s.column} ${s.rowGroupsAtCeiling} of ${s.rowGroups}").mkString(", "))).toSeq ++
+      Seq(
+        "Version" -> d.version.toString,
+        "Created At" -> Instant.ofEpochMilli(d.createdAtMillis).toString,
+        "Files Covered" -> d.filesCovered.toString,
+        "Row Groups Covered" -> d.rowGroupsCovered.toString,
+        "Filters Harvested" -> d.filtersHarvested.toString,
+        "Filters Scanned" -> d.filtersScanned.toString,
+        "Size In Bytes" -> d.sizeInBytes.toString,
+        "Files In Table" -> d.filesInTable.toString,
+        "Files Not Covered" -> d.filesNotCovered.toString,
+        "Files Deleted" -> d.filesDeleted.toString) ++
+      d.snapshotCovered.map("Table Version Covered" -> _).toSeq ++ d.snapshotNow.map("Table Version Now" -> _).toSeq ++
+      Seq(
+        "Lookups (this driver)" -> d.usage.lookups.toString,
+        "Files Skipped (this driver)" -> d.usage.filesSkipped.toString,
+        "Row Groups Skipped (this driver)" -> d.usage.rowGroupsSkipped.toString,
+        "Index Bytes Read (this driver)" -> d.usage.indexBytesRead.toString,
+        "Probe Time (this driver)" -> f"${d.usage.probeTimeNs / 1e6}%.1f ms") ++
       (if (d.problems.isEmpty) Seq("Problems" -> "none") else d.problems.map("Problem" -> _))
     facts.map { case (name, value) => Row(name, value) }
   }

@@ -10,7 +10,8 @@ import sparkbloom.shims.ParseErrors
  * with Spark's `PARSE_SYNTAX_ERROR` condition, so they read (and are caught) like any other syntax
  * error:
  * {{{
- *   [PARSE_SYNTAX_ERROR] Syntax error at or near '1.5': fpp must be between 0 and 1 (exclusive), got 1.5. SQLSTATE: 42601 (line 1, pos 45)
+ *   [PARSE_SYNTAX_ERROR] Syntax error at or near '1.5': fpp must be between 0 and 1 (exclusive), got 1.5. SQLSTATE:
+ * 42601 (line 1, pos 45)
  *
  *   == SQL ==
  *   CREATE BLOOM INDEX i ON t (c) OPTIONS (fpp = 1.5)

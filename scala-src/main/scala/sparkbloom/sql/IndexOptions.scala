@@ -73,7 +73,8 @@ private[sql] object IndexOptions {
   /** A numeric literal with an optional sign, or a string. Returns the token to blame and the value. */
   private def literal(in: TokenCursor): (Token, String) = {
     val first = in.peek
-    val sign = if (first.isSymbol("-") || first.isSymbol("+")) { in.next(); first.text } else ""
+    val sign = if (first.isSymbol("-") || first.isSymbol("+")) { in.next(); first.text }
+    else ""
     val t = in.peek
     if (t.kind == TokenKind.Number) { in.next(); (first, sign + t.text) }
     else if (t.kind == TokenKind.Str && sign.isEmpty) { in.next(); (t, t.text) }

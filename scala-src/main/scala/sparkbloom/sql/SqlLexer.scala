@@ -5,11 +5,11 @@ import java.util.Locale
 /** What a token of a bloom-index statement is. */
 private[sql] sealed trait TokenKind
 private[sql] object TokenKind {
-  case object Word extends TokenKind     // keyword or unquoted identifier: letters, digits, '_'
-  case object Quoted extends TokenKind   // `back quoted identifier`, text without the quotes
-  case object Number extends TokenKind   // 12, 0.01, 1e6, .5 (a Spark suffix such as L or BD is dropped)
-  case object Str extends TokenKind      // 'string' or "string", text unescaped
-  case object Symbol extends TokenKind   // ( ) , = . ; + -
+  case object Word extends TokenKind // keyword or unquoted identifier: letters, digits, '_'
+  case object Quoted extends TokenKind // `back quoted identifier`, text without the quotes
+  case object Number extends TokenKind // 12, 0.01, 1e6, .5 (a Spark suffix such as L or BD is dropped)
+  case object Str extends TokenKind // 'string' or "string", text unescaped
+  case object Symbol extends TokenKind // ( ) , = . ; + -
   case object End extends TokenKind
 }
 

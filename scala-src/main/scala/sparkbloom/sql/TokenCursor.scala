@@ -11,8 +11,10 @@ private[sql] final class TokenCursor(val sql: String) {
   def peekAt(n: Int): Token = tokens(math.min(pos + n, tokens.length - 1))
   def next(): Token = { val t = peek; if (pos < tokens.length - 1) pos += 1; t }
 
-  def acceptWord(keyword: String): Boolean = if (peek.isWord(keyword)) { next(); true } else false
-  def acceptSymbol(s: String): Boolean = if (peek.isSymbol(s)) { next(); true } else false
+  def acceptWord(keyword: String): Boolean = if (peek.isWord(keyword)) { next(); true }
+  else false
+  def acceptSymbol(s: String): Boolean = if (peek.isSymbol(s)) { next(); true }
+  else false
 
   def expectWord(keyword: String): Token =
     if (peek.isWord(keyword)) next() else throw error(peek, s"expected $keyword")

@@ -9,12 +9,16 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.catalog.CatalogTable
 import org.apache.spark.sql.catalyst.expressions.{ExprId, Expression}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, Project, SubqueryAlias, View}
-import org.apache.spark.sql.execution.datasources.{CatalogFileIndex, HadoopFsRelation, InMemoryFileIndex, LogicalRelation}
+import org.apache.spark.sql.execution.datasources.{
+  CatalogFileIndex, HadoopFsRelation, InMemoryFileIndex, LogicalRelation
+}
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 
 import sparkbloom.BloomConf
-import sparkbloom.index.{BloomIndexException, DataFile, IndexDiscovery, IndexVersion, NotIndexableException, ResolvedTable,
-  RowGroupSelection, TableFormat, TableListing, TableRef}
+import sparkbloom.index.{
+  BloomIndexException, DataFile, IndexDiscovery, IndexVersion, NotIndexableException, ResolvedTable, RowGroupSelection,
+  TableFormat, TableListing, TableRef
+}
 import sparkbloom.predicate.{BloomPredicate, Conditions}
 import sparkbloom.scan.{BloomParquetFileFormat, BloomSkippingFileIndex, NativeFilters, NativeSpec}
 import sparkbloom.shims.FsRelation
@@ -40,7 +44,8 @@ object ParquetFormat extends TableFormat {
                        refresh: Boolean): Option[ResolvedTable] = {
     val plan: LogicalPlan = ref match {
       case TableRef.Catalog(name) =>
-        val ident = try spark.sessionState.sqlParser.parseTableIdentifier(name) catch {
+        val ident = try spark.sessionState.sqlParser.parseTableIdentifier(name)
+        catch {
           case NonFatal(_) => throw new BloomIndexException(s"'$name' is not a valid table name")
         }
         if (!spark.sessionState.catalog.tableExists(ident))
@@ -53,12 +58,14 @@ object ParquetFormat extends TableFormat {
         if (!fs.exists(p)) throw new BloomIndexException(s"Path does not exist: $path")
         // Spark's V1 Parquet source by class name: the index reads footers and lists files through a
         // HadoopFsRelation whatever spark.sql.sources.useV1SourceList says (queries may use the V2 scan).
-        try spark.read.format(classOf[ParquetFileFormat].getName).load(path).queryExecution.analyzed catch {
+        try spark.read.format(classOf[ParquetFileFormat].getName).load(path).queryExecution.analyzed
+        catch {
           // Schema inference reads footers first: an encrypted footer fails here, before the builder's check.
           case e: Exception if causes(e).exists(_.getClass.getName.contains("ParquetCrypto")) =>
-            throw new BloomIndexException(s"Cannot index parquet.`$path`: a file has an encrypted footer and no keys " +
-              "are configured; sparkbloom never copies membership of encrypted data into an unencrypted index " +
-              "(see docs/encryption.md)", Some(e))
+            throw new BloomIndexException(
+              s"Cannot index parquet.`$path`: a file has an encrypted footer and no keys " +
+                "are configured; sparkbloom never copies membership of encrypted data into an unencrypted index " +
+                "(see docs/encryption.md)", Some(e))
         }
     }
     relationOf(plan) match {
@@ -66,7 +73,8 @@ object ParquetFormat extends TableFormat {
         val roots = rel.location.rootPaths
         val root = catalogLocation.map(new Path(_)).getOrElse {
           if (roots.size != 1)
-            throw new BloomIndexException(s"${ref.display} has ${roots.size} root paths; a bloom index needs a single table root")
+            throw new BloomIndexException(
+              s"${ref.display} has ${roots.size} root paths; a bloom index needs a single table root")
           roots.head
         }
         val fs = root.getFileSystem(spark.sessionState.newHadoopConf())
@@ -79,9 +87,10 @@ object ParquetFormat extends TableFormat {
 
   private def ofRelation(ref: TableRef, root: Path, relation: HadoopFsRelation): ResolvedTable =
     ResolvedTable(ref, root, relation.dataSchema, relation.partitionSchema.fieldNames.toSeq,
-      () => TableListing(relation.location.listFiles(Nil, Nil).flatMap(_.files).map { f =>
-        DataFile(f.getPath.toString, f.getLen, f.getModificationTime)
-      }))
+      () =>
+        TableListing(relation.location.listFiles(Nil, Nil).flatMap(_.files).map { f =>
+          DataFile(f.getPath.toString, f.getLen, f.getModificationTime)
+        }))
 
   /** The Parquet relation under a plain scan (aliases, projections, views allowed). */
   def relationOf(plan: LogicalPlan): Option[(HadoopFsRelation, Option[java.net.URI])] = plan match {
@@ -100,11 +109,12 @@ object ParquetFormat extends TableFormat {
   // The table a DataFrame reads
 
   override def tableOf(leaf: LogicalPlan): Option[TableRef] = leaf match {
-    case FsRelation(_, fs, _, table, _) if isParquet(fs) => fs.location match {
-      case _: InMemoryFileIndex | _: CatalogFileIndex => Some(fromRelation(fs, table))
-      case other => throw new NotIndexableException(
-        s"lists its files with ${other.getClass.getSimpleName}, not a plain directory listing")
-    }
+    case FsRelation(_, fs, _, table, _) if isParquet(fs) =>
+      fs.location match {
+        case _: InMemoryFileIndex | _: CatalogFileIndex => Some(fromRelation(fs, table))
+        case other => throw new NotIndexableException(
+            s"lists its files with ${other.getClass.getSimpleName}, not a plain directory listing")
+      }
     case _ => None
   }
 
@@ -120,8 +130,8 @@ object ParquetFormat extends TableFormat {
   }
 
   /** `db.table`, each part back-quoted only when it needs to be. */
-  private def tableName(t: CatalogTable): String =
-    (t.identifier.database.toSeq :+ t.identifier.table).map(quoteIfNeeded).mkString(".")
+  private def tableName(
+      t: CatalogTable): String = (t.identifier.database.toSeq :+ t.identifier.table).map(quoteIfNeeded).mkString(".")
 
   private def quoteIfNeeded(part: String): String =
     if (part.matches("[A-Za-z_][A-Za-z0-9_]*")) part else "`" + part.replace("`", "``") + "`"
@@ -131,16 +141,18 @@ object ParquetFormat extends TableFormat {
 
   override def rewrite(session: SparkSession, phase: TableFormat.Phase, filter: Filter,
                        plan: LogicalPlan): Option[LogicalPlan] = filter match {
-    case f @ Filter(cond, FsRelation(l, rel, output, table, false)) if phase == TableFormat.Optimizer &&
-        isParquet(rel) && !rel.location.isInstanceOf[BloomSkippingFileIndex] =>
+    case f @ Filter(cond, FsRelation(l, rel, output, table, false))
+        if phase == TableFormat.Optimizer &&
+          isParquet(rel) && !rel.location.isInstanceOf[BloomSkippingFileIndex] =>
       rewrite(session, f, Conditions.pushable(cond), l, rel, output.map(a => a.exprId -> a.name).toMap,
         table.map(_.location), ParquetGuards.nativeEnabled(session))
     // Already rewritten, and a later rule (e.g. filters inferred from a join) added a comparison with a floating
     // zero or NaN: the guards it needs are added too.
-    case f @ Filter(cond, FsRelation(l, rel, _, _, false)) if phase == TableFormat.Optimizer &&
-        rel.fileFormat.isInstanceOf[BloomParquetFileFormat] && ParquetGuards.missing(rel.options, cond).nonEmpty =>
+    case f @ Filter(cond, FsRelation(l, rel, _, _, false))
+        if phase == TableFormat.Optimizer &&
+          rel.fileFormat.isInstanceOf[BloomParquetFileFormat] && ParquetGuards.missing(rel.options, cond).nonEmpty =>
       Some(f.copy(child = l.copy(relation =
-        rel.copy(options = rel.options ++ ParquetGuards.missing(rel.options, cond))(rel.sparkSession))))
+          rel.copy(options = rel.options ++ ParquetGuards.missing(rel.options, cond))(rel.sparkSession))))
     case _ => None
   }
 
@@ -156,11 +168,13 @@ object ParquetFormat extends TableFormat {
         l.catalogTable.map(_.identifier.unquotedString).getOrElse(root.toString),
         int96Probes = opts.int96Probes)
     }
-    val nativeSpec = if (!native) None else {
+    val nativeSpec = if (!native) None
+    else {
       val partitionCols = rel.partitionSchema.fieldNames.map(_.toLowerCase(Locale.ROOT)).toSet
       val dataCol = (id: ExprId) => names.get(id).filterNot(n => partitionCols.contains(n.toLowerCase(Locale.ROOT)))
-      val indexedCols = fromIndexes.toSeq.flatMap(_._2.flatMap(u => u._1.meta.columns.map(_.name.toLowerCase(Locale.ROOT))))
-        .toSet
+      val indexedCols =
+        fromIndexes.toSeq.flatMap(_._2.flatMap(u => u._1.meta.columns.map(_.name.toLowerCase(Locale.ROOT))))
+          .toSet
       Some(NativeSpec(session, cond, dataCol, indexedCols, opts, enabled = true))
     }
     val format = new BloomParquetFileFormat(selection, nativeSpec)
@@ -169,7 +183,8 @@ object ParquetFormat extends TableFormat {
     val key = BloomParquetFileFormat.NativeBloomFiltering
     val options = rel.options ++ ParquetGuards.safeParquetJavaOptions(cond) ++
       (if (rel.options.get(key).contains("false")) Map("sparkbloom.scan" -> "bloom") else Map.empty)
-    val newRel = rel.copy(location = location.getOrElse(rel.location), fileFormat = format, options = options)(rel.sparkSession)
+    val newRel =
+      rel.copy(location = location.getOrElse(rel.location), fileFormat = format, options = options)(rel.sparkSession)
     Some(f.copy(child = l.copy(relation = newRel)))
   }
 

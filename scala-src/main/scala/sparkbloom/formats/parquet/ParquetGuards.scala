@@ -29,7 +29,8 @@ private[parquet] object ParquetGuards {
       (if (Conditions.comparesWithFloatingZero(cond)) Map(BloomParquetFileFormat.DictionaryFiltering -> "false")
        else Map.empty) ++
       (if (Conditions.comparesWithNaN(cond))
-         Map(BloomParquetFileFormat.StatisticsFiltering -> "false", BloomParquetFileFormat.ColumnIndexFiltering -> "false")
+         Map(BloomParquetFileFormat.StatisticsFiltering -> "false",
+           BloomParquetFileFormat.ColumnIndexFiltering -> "false")
        else Map.empty)
 
   /** The guard options `cond` needs that `options` lacks. */

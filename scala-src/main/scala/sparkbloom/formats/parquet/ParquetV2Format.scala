@@ -33,7 +33,7 @@ object ParquetV2Format extends TableFormat {
       r.table.asInstanceOf[ParquetTable].fileIndex.rootPaths match {
         case Seq(root) => Some(TableRef.Path(root.toString))
         case roots => throw new NotIndexableException(
-          s"reads ${roots.size} paths; an index covers one table: one directory or one catalog table")
+            s"reads ${roots.size} paths; an index covers one table: one directory or one catalog table")
       }
     case _ => None
   }
@@ -41,9 +41,10 @@ object ParquetV2Format extends TableFormat {
   /** parquet-java's bloom level (and, for ±0.0 and NaN, its other levels) turned off through the scan's options. */
   override def rewrite(session: SparkSession, phase: TableFormat.Phase, filter: Filter,
                        plan: LogicalPlan): Option[LogicalPlan] = filter match {
-    case f @ Filter(cond, r: DataSourceV2Relation) if phase == TableFormat.Optimizer &&
-        r.table.getClass == classOf[ParquetTable] && ParquetGuards.nativeEnabled(session) &&
-        ParquetGuards.missing(r.options.asCaseSensitiveMap().asScala.toMap, cond).nonEmpty =>
+    case f @ Filter(cond, r: DataSourceV2Relation)
+        if phase == TableFormat.Optimizer &&
+          r.table.getClass == classOf[ParquetTable] && ParquetGuards.nativeEnabled(session) &&
+          ParquetGuards.missing(r.options.asCaseSensitiveMap().asScala.toMap, cond).nonEmpty =>
       val opts = new java.util.HashMap[String, String](r.options.asCaseSensitiveMap())
       ParquetGuards.safeParquetJavaOptions(cond).foreach { case (k, v) => opts.put(k, v) }
       Some(f.copy(child = r.copy(options = new CaseInsensitiveStringMap(opts))))

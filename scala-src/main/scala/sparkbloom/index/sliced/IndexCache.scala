@@ -60,7 +60,9 @@ object IndexCache {
     if (set.size < 16) set.add(problem)
   }
   def damageOf(indexDir: Path): Seq[String] =
-    Option(damage.get(indexDir.toString)).map(s => { import scala.jdk.CollectionConverters._; s.asScala.toSeq.sorted }).getOrElse(Nil)
+    Option(damage.get(indexDir.toString)).map(s => {
+      import scala.jdk.CollectionConverters._; s.asScala.toSeq.sorted
+    }).getOrElse(Nil)
 
   /**
    * The runs `blocks` of one segment, cached ones from memory and the others with one positioned read each;
@@ -69,10 +71,12 @@ object IndexCache {
   def runs(fs: FileSystem, indexDir: Path, seg: Segment, blocks: Seq[Int]): Map[Int, Option[Array[Byte]]] = {
     val cached = blocks.map(b => b -> get[Array[Byte]](runKey(indexDir, seg, b))).toMap
     val missing = blocks.filter(b => cached(b).isEmpty)
-    val read = if (missing.isEmpty) Map.empty[Int, Option[Array[Byte]]] else RunReader.read(fs, new Path(indexDir, seg.file), seg, missing)
+    val read = if (missing.isEmpty) Map.empty[Int, Option[Array[Byte]]]
+    else RunReader.read(fs, new Path(indexDir, seg.file), seg, missing)
     read.foreach {
       case (b, Some(bytes)) => runBytesRead += bytes.length; put(runKey(indexDir, seg, b), bytes, bytes.length + 64L)
-      case (b, None) => reportDamage(indexDir, s"index segment ${seg.file}: run $b fails its CRC or cannot be read: the row groups it covers are read")
+      case (b, None) => reportDamage(indexDir,
+          s"index segment ${seg.file}: run $b fails its CRC or cannot be read: the row groups it covers are read")
     }
     blocks.map(b => b -> cached(b).map(Some(_)).getOrElse(read(b))).toMap
   }
@@ -90,16 +94,19 @@ object RunReader {
   }
 
   def read(fs: FileSystem, file: Path, seg: Segment, blocks: Seq[Int]): Map[Int, Option[Array[Byte]]] = {
-    val in = try fs.open(file) catch { case _: java.io.IOException => return blocks.map(_ -> None).toMap }
+    val in = try fs.open(file)
+    catch { case _: java.io.IOException => return blocks.map(_ -> None).toMap }
     try blocks.distinct.map { b =>
-      b -> (try {
-        val buf = new Array[Byte](seg.runBytes + 4)
-        in.readFully(seg.runOffset(b), buf)
-        val crc = new CRC32(); crc.update(buf, 0, seg.runBytes)
-        val stored = (buf(seg.runBytes) & 0xff) | (buf(seg.runBytes + 1) & 0xff) << 8 |
-          (buf(seg.runBytes + 2) & 0xff) << 16 | (buf(seg.runBytes + 3) & 0xff) << 24
-        if (crc.getValue.toInt == stored) Some(buf) else None // the probe ignores the 4 trailing CRC bytes
-      } catch { case _: java.io.IOException => None })
-    }.toMap finally in.close()
+        b ->
+          (try {
+            val buf = new Array[Byte](seg.runBytes + 4)
+            in.readFully(seg.runOffset(b), buf)
+            val crc = new CRC32(); crc.update(buf, 0, seg.runBytes)
+            val stored = (buf(seg.runBytes) & 0xff) | (buf(seg.runBytes + 1) & 0xff) << 8 |
+              (buf(seg.runBytes + 2) & 0xff) << 16 | (buf(seg.runBytes + 3) & 0xff) << 24
+            if (crc.getValue.toInt == stored) Some(buf) else None // the probe ignores the 4 trailing CRC bytes
+          } catch { case _: java.io.IOException => None })
+      }.toMap
+    finally in.close()
   }
 }

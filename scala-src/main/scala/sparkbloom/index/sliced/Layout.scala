@@ -13,9 +13,9 @@ final class Layout(
     val paths: PathStore,
     val sizes: Array[Long],
     val mtimes: Array[Long],
-    val firstRg: Array[Int],   // length F + 1
+    val firstRg: Array[Int], // length F + 1
     val rgOrdinal: Array[Int], // the row group's ordinal in its file
-    val rgStart: Array[Long],  // byte range [start, end) of the row group in its file (see Footers)
+    val rgStart: Array[Long], // byte range [start, end) of the row group in its file (see Footers)
     val rgEnd: Array[Long],
     val rgRows: Array[Long],
     val columns: Array[ColumnSlice],
@@ -38,14 +38,18 @@ final class Layout(
       val slots = slotToRg(s)
       val seen = new java.util.BitSet()
       var j = 0
-      while (j < slots.length) { val rg = slots(j); if (rg >= 0 && col.encoding(rg) >= 0) seen.set(col.encoding(rg)); j += 1 }
+      while (j < slots.length) {
+        val rg = slots(j); if (rg >= 0 && col.encoding(rg) >= 0) seen.set(col.encoding(rg)); j += 1
+      }
       seen.stream().toArray
     }.getOrElse(Array.empty[Int])
   }.toArray
 
   /** For each segment, the row group held in each slot. */
   lazy val slotToRg: Array[Array[Int]] = {
-    val out = segments.map { s => val a = new Array[Int](s.count); java.util.Arrays.fill(a, -1); a }
+    val out = segments.map { s =>
+      val a = new Array[Int](s.count); java.util.Arrays.fill(a, -1); a
+    }
     for (c <- columns) {
       val seg = c.segment; val slot = c.slot
       var rg = 0
@@ -57,9 +61,12 @@ final class Layout(
 
 object Layout {
   /** No files: every file of the table is then "not covered" and read. */
-  def empty(columns: Seq[String]): Layout = new Layout(PathStore(Array.empty), Array.empty, Array.empty, Array(0), Array.empty,
-    Array.empty, Array.empty, Array.empty, columns.map(c => new ColumnSlice(c, Array.empty, Array.empty, Array.empty,
-      Array.empty, Array.empty, Array.empty, Array.empty, Array.empty, Array.empty)).toArray, Array.empty)
+  def empty(columns: Seq[String]): Layout = new Layout(PathStore(Array.empty), Array.empty, Array.empty, Array(0),
+    Array.empty,
+    Array.empty, Array.empty, Array.empty,
+    columns.map(c =>
+      new ColumnSlice(c, Array.empty, Array.empty, Array.empty,
+        Array.empty, Array.empty, Array.empty, Array.empty, Array.empty, Array.empty)).toArray, Array.empty)
 }
 
 /**
@@ -75,9 +82,11 @@ final class ColumnSlice(
     val segment: Array[Int],
     val slot: Array[Int],
     statsOf: () => ColumnSlice.Stats) {
-  def this(name: String, encodings: Array[ColumnEncoding], encoding: Array[Int], flags: Array[Byte], segment: Array[Int],
+  def this(name: String, encodings: Array[ColumnEncoding], encoding: Array[Int], flags: Array[Byte],
+           segment: Array[Int],
            slot: Array[Int], nonNull: Array[Long], ndv: Array[Long], fpp: Array[Float], source: Array[Byte]) =
-    this(name, encodings, encoding, flags, segment, slot, { val s = ColumnSlice.Stats(nonNull, ndv, fpp, source); () => s })
+    this(name, encodings, encoding, flags, segment, slot,
+      { val s = ColumnSlice.Stats(nonNull, ndv, fpp, source); () => s })
 
   // For builds, REFRESH and DESCRIBE, not for planning: a layout loaded for planning reads them on first use.
   private lazy val stats = statsOf()

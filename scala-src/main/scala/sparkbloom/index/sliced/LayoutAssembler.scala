@@ -14,7 +14,9 @@ object LayoutAssembler {
   def assemble(columns: Seq[String], carried: Option[(Layout, Set[String])], entries: Seq[EntryMeta],
                newSegments: Seq[Segment]): Layout = {
     val prev = carried.map(_._1)
-    val keepPrev: Array[Int] = carried.map { case (l, keep) => l.paths.indices.filter(i => keep.contains(l.paths(i))).toArray }
+    val keepPrev: Array[Int] = carried.map { case (l, keep) =>
+      l.paths.indices.filter(i => keep.contains(l.paths(i))).toArray
+    }
       .getOrElse(Array.empty)
     val byFile = entries.groupBy(_.path)
     // (path, previous file number or -1), in path order
@@ -25,8 +27,8 @@ object LayoutAssembler {
     val paths = files.map(_._1)
     val sizes = new Array[Long](files.length); val mtimes = new Array[Long](files.length)
     val firstRg = new Array[Int](files.length + 1)
-    val rgSrc = mutable.ArrayBuffer[(Int, Int)]()          // (previous rg, -1) or (-1, index into newRgs)
-    val newRgs = mutable.ArrayBuffer[Seq[EntryMeta]]()     // the entries of one new row group
+    val rgSrc = mutable.ArrayBuffer[(Int, Int)]() // (previous rg, -1) or (-1, index into newRgs)
+    val newRgs = mutable.ArrayBuffer[Seq[EntryMeta]]() // the entries of one new row group
     for (((path, prevFile), f) <- files.zipWithIndex) {
       firstRg(f) = rgSrc.size
       if (prevFile >= 0) {
@@ -36,7 +38,9 @@ object LayoutAssembler {
       } else {
         val es = byFile(path)
         sizes(f) = es.head.size; mtimes(f) = es.head.mtime
-        es.groupBy(_.rowGroup).toSeq.sortBy(_._1).foreach { case (_, rgEntries) => rgSrc += (-1 -> newRgs.size); newRgs += rgEntries }
+        es.groupBy(_.rowGroup).toSeq.sortBy(_._1).foreach { case (_, rgEntries) =>
+          rgSrc += (-1 -> newRgs.size); newRgs += rgEntries
+        }
       }
     }
     firstRg(files.length) = rgSrc.size
@@ -62,27 +66,35 @@ object LayoutAssembler {
       val slot = Array.fill(r)(-1); val nonNull = new Array[Long](r); val ndv = new Array[Long](r)
       val fpp = new Array[Float](r); val source = new Array[Byte](r)
       for (i <- 0 until r) rgSrc(i) match {
-        case (p, _) if p >= 0 => prevCol match {
-          case Some(c) =>
-            encoding(i) = if (c.encoding(p) < 0) -1 else encodingId(c.encodings(c.encoding(p)))
-            flags(i) = c.flags(p); nonNull(i) = c.nonNull(p); ndv(i) = c.ndv(p); fpp(i) = c.fpp(p); source(i) = c.source(p)
-            if (c.segment(p) >= 0) {
-              segment(i) = prevSegment.getOrElseUpdate(c.segment(p), { segments += prev.get.segments(c.segment(p)); segments.size - 1 })
-              slot(i) = c.slot(p)
-            }
-          case None => encoding(i) = -1; fpp(i) = 1f // not indexed then: always read
-        }
+        case (p, _) if p >= 0 =>
+          prevCol match {
+            case Some(c) =>
+              encoding(i) = if (c.encoding(p) < 0) -1 else encodingId(c.encodings(c.encoding(p)))
+              flags(i) = c.flags(p); nonNull(i) = c.nonNull(p); ndv(i) = c.ndv(p); fpp(i) = c.fpp(p);
+              source(i) = c.source(p)
+              if (c.segment(p) >= 0) {
+                segment(i) = prevSegment.getOrElseUpdate(c.segment(p), {
+                    segments += prev.get.segments(c.segment(p)); segments.size - 1
+                  })
+                slot(i) = c.slot(p)
+              }
+            case None => encoding(i) = -1; fpp(i) = 1f // not indexed then: always read
+          }
         case (_, n) => newRgs(n).find(_.column == name) match {
-          case Some(e) =>
-            encoding(i) = if (e.physical == null) -1 else encodingId(ColumnEncoding(e.physical, Option(e.logical).getOrElse(""), e.typeLength, e.rebase))
-            flags(i) = ((if (e.hasNull) ColumnSlice.HasNull else 0) | (if (e.nonNull == 0) ColumnSlice.OnlyNulls else 0)).toByte
-            nonNull(i) = e.nonNull; ndv(i) = e.ndv; fpp(i) = e.fpp; source(i) = ColumnSlice.sourceId(e.source)
-            if (e.segment != null) {
-              segment(i) = newSegmentIndex.getOrElseUpdate(e.segment, { segments += newSegment(e.segment); segments.size - 1 })
-              slot(i) = e.slot
-            }
-          case None => encoding(i) = -1; fpp(i) = 1f
-        }
+            case Some(e) =>
+              encoding(i) = if (e.physical == null) -1
+              else encodingId(ColumnEncoding(e.physical, Option(e.logical).getOrElse(""), e.typeLength, e.rebase))
+              flags(i) =
+                ((if (e.hasNull) ColumnSlice.HasNull else 0) |
+                  (if (e.nonNull == 0) ColumnSlice.OnlyNulls else 0)).toByte
+              nonNull(i) = e.nonNull; ndv(i) = e.ndv; fpp(i) = e.fpp; source(i) = ColumnSlice.sourceId(e.source)
+              if (e.segment != null) {
+                segment(i) =
+                  newSegmentIndex.getOrElseUpdate(e.segment, { segments += newSegment(e.segment); segments.size - 1 })
+                slot(i) = e.slot
+              }
+            case None => encoding(i) = -1; fpp(i) = 1f
+          }
       }
       new ColumnSlice(name, encodings.keys.toArray, encoding, flags, segment, slot, nonNull, ndv, fpp, source)
     }

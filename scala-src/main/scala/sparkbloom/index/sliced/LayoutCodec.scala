@@ -39,7 +39,9 @@ object LayoutCodec {
     for (c <- l.columns) {
       str(c.name)
       out.writeInt(c.encodings.length)
-      c.encodings.foreach { e => str(e.physical); str(e.logical); out.writeInt(e.typeLength); out.writeByte(if (e.rebase) 1 else 0) }
+      c.encodings.foreach { e =>
+        str(e.physical); str(e.logical); out.writeInt(e.typeLength); out.writeByte(if (e.rebase) 1 else 0)
+      }
       ints(c.encoding); out.write(c.flags); ints(c.segment); ints(c.slot); longs(c.nonNull); longs(c.ndv)
       c.fpp.foreach(out.writeFloat); out.write(c.source)
     }
@@ -70,9 +72,15 @@ object LayoutCodec {
       val v = in.getInt; if (v != Version) fail(s"layout version $v is not supported (this sparkbloom reads $Version)")
       def count(): Int = { val n = in.getInt; if (n < 0 || n > in.remaining()) fail(s"count $n"); n }
       def str(): String = { val n = count(); val b = new Array[Byte](n); in.get(b); new String(b, UTF_8) }
-      def longs(n: Int): Array[Long] = { val a = new Array[Long](n); in.asLongBuffer().get(a); in.position(in.position() + 8 * n); a }
-      def ints(n: Int): Array[Int] = { val a = new Array[Int](n); in.asIntBuffer().get(a); in.position(in.position() + 4 * n); a }
-      def floats(n: Int): Array[Float] = { val a = new Array[Float](n); in.asFloatBuffer().get(a); in.position(in.position() + 4 * n); a }
+      def longs(n: Int): Array[Long] = {
+        val a = new Array[Long](n); in.asLongBuffer().get(a); in.position(in.position() + 8 * n); a
+      }
+      def ints(n: Int): Array[Int] = {
+        val a = new Array[Int](n); in.asIntBuffer().get(a); in.position(in.position() + 4 * n); a
+      }
+      def floats(n: Int): Array[Float] = {
+        val a = new Array[Float](n); in.asFloatBuffer().get(a); in.position(in.position() + 4 * n); a
+      }
       def bytesOf(n: Int): Array[Byte] = { val a = new Array[Byte](n); in.get(a); a }
       val f = count()
       val paths = PathStore.fromUtf8(Array.fill(f) { val n = count(); val b = new Array[Byte](n); in.get(b); b })
@@ -86,24 +94,27 @@ object LayoutCodec {
         val encodings = Array.fill(count())(ColumnEncoding(str(), str(), in.getInt, in.get != 0))
         val (encoding, flags, segment, slot) = (ints(r), bytesOf(r), ints(r), ints(r))
         reload match {
-          case None => new ColumnSlice(name, encodings, encoding, flags, segment, slot, longs(r), longs(r), floats(r), bytesOf(r))
+          case None =>
+            new ColumnSlice(name, encodings, encoding, flags, segment, slot, longs(r), longs(r), floats(r), bytesOf(r))
           case Some(again) =>
             if (in.remaining() < 21L * r) fail("truncated")
             in.position(in.position() + 21 * r)
-            new ColumnSlice(name, encodings, encoding, flags, segment, slot, () => {
-              val full = decode(again())
-              require(full.numRowGroups == r && full.columns.length == numColumns, "index layout changed on disk")
-              val fc = full.columns(c)
-              ColumnSlice.Stats(fc.nonNull, fc.ndv, fc.fpp, fc.source)
-            })
+            new ColumnSlice(name, encodings, encoding, flags, segment, slot,
+              () => {
+                val full = decode(again())
+                require(full.numRowGroups == r && full.columns.length == numColumns, "index layout changed on disk")
+                val fc = full.columns(c)
+                ColumnSlice.Stats(fc.nonNull, fc.ndv, fc.fpp, fc.source)
+              })
         }
       }
       val segments = Array.fill(count())(Segment(str(), str(), in.getInt, in.getInt))
       if (in.hasRemaining) fail(s"${in.remaining()} trailing bytes")
       for (c <- columns; rg <- 0 until r) {
         val s = c.segment(rg)
-        if (s >= segments.length || (s >= 0 && (c.slot(rg) < 0 || c.slot(rg) >= segments(s).count || segments(s).column != c.name)) ||
-            c.encoding(rg) >= c.encodings.length) fail(s"entry $rg of column ${c.name} points nowhere")
+        if (s >= segments.length ||
+          (s >= 0 && (c.slot(rg) < 0 || c.slot(rg) >= segments(s).count || segments(s).column != c.name)) ||
+          c.encoding(rg) >= c.encodings.length) fail(s"entry $rg of column ${c.name} points nowhere")
       }
       new Layout(paths, sizes, mtimes, firstRg, ordinal, start, end, rows, columns, segments)
     } catch {

@@ -11,7 +11,7 @@ import java.nio.charset.StandardCharsets.UTF_8
  * 4 bytes per slot; a candidate is always confirmed by comparing every character, never by the hash alone.
  */
 final class PathStore private (val prefix: String, bytes: Array[Byte], offsets: Array[Int], ascii: Array[Boolean])
-    extends IndexedSeq[String] {
+  extends IndexedSeq[String] {
   override def length: Int = offsets.length - 1
   override def apply(i: Int): String = prefix + new String(bytes, offsets(i), offsets(i + 1) - offsets(i), UTF_8)
 
@@ -29,8 +29,9 @@ final class PathStore private (val prefix: String, bytes: Array[Byte], offsets: 
   }
 
   private def storedHash(i: Int): Int =
-    if (ascii(i)) { var h = 0; var k = offsets(i); while (k < offsets(i + 1)) { h = 31 * h + (bytes(k) & 0xff); k += 1 }; h }
-    else PathStore.hashFrom(apply(i), prefix.length)
+    if (ascii(i)) {
+      var h = 0; var k = offsets(i); while (k < offsets(i + 1)) { h = 31 * h + (bytes(k) & 0xff); k += 1 }; h
+    } else PathStore.hashFrom(apply(i), prefix.length)
 
   private def matches(i: Int, path: String): Boolean = {
     val from = offsets(i); val n = offsets(i + 1) - from
@@ -53,13 +54,16 @@ final class PathStore private (val prefix: String, bytes: Array[Byte], offsets: 
     -1
   }
 
-  def approximateBytes: Long = 64L + 2L * prefix.length + bytes.length + 4L * offsets.length + ascii.length + 4L * slots.length
+  def approximateBytes: Long = 64L + 2L * prefix.length + bytes.length + 4L * offsets.length + ascii.length +
+    4L * slots.length
 }
 
 object PathStore {
-  private def spread(h: Int): Int = { val x = h * 0x9E3779B9; x ^ (x >>> 16) }
+  private def spread(h: Int): Int = { val x = h * 0x9e3779b9; x ^ (x >>> 16) }
 
-  private def hashFrom(s: String, from: Int): Int = { var h = 0; var k = from; while (k < s.length) { h = 31 * h + s.charAt(k); k += 1 }; h }
+  private def hashFrom(s: String, from: Int): Int = {
+    var h = 0; var k = from; while (k < s.length) { h = 31 * h + s.charAt(k); k += 1 }; h
+  }
 
   def apply(paths: Array[String]): PathStore = fromUtf8(paths.map(_.getBytes(UTF_8)))
 

@@ -34,14 +34,16 @@ object Probers {
   /** Positioned reads of different segments in parallel (cold lookups; object stores answer in parallel). */
   private lazy val ioPool: scala.concurrent.ExecutionContext = {
     val n = new java.util.concurrent.atomic.AtomicInteger()
-    scala.concurrent.ExecutionContext.fromExecutorService(java.util.concurrent.Executors.newFixedThreadPool(16, (r: Runnable) => {
-      val t = new Thread(r, s"sparkbloom-index-io-${n.incrementAndGet()}"); t.setDaemon(true); t
-    }))
+    scala.concurrent.ExecutionContext.fromExecutorService(java.util.concurrent.Executors.newFixedThreadPool(16,
+      (r: Runnable) => {
+        val t = new Thread(r, s"sparkbloom-index-io-${n.incrementAndGet()}"); t.setDaemon(true); t
+      }))
   }
 
   private def local(fs: FileSystem, v: IndexVersion, requests: Seq[Request]): Map[Int, Option[Array[Long]]] = {
-    val uncached = requests.count(r => !v.memorySegments.contains(r.segment.file) &&
-      blocksOf(r).exists(b => !IndexCache.contains(IndexCache.runKey(v.dir, r.segment, b))))
+    val uncached = requests.count(r =>
+      !v.memorySegments.contains(r.segment.file) &&
+        blocksOf(r).exists(b => !IndexCache.contains(IndexCache.runKey(v.dir, r.segment, b))))
     if (uncached < 4) localSerial(fs, v, requests)
     else {
       import scala.concurrent.{Await, Future}
@@ -54,23 +56,30 @@ object Probers {
   private def localSerial(fs: FileSystem, v: IndexVersion, requests: Seq[Request]): Map[Int, Option[Array[Long]]] =
     requests.map { r =>
       if (v.damaged.contains(r.segment.file)) r.segmentIndex -> None
-      else r.segmentIndex -> SlicedProbe.probeRuns(r.segment, r.hashes, blocks => v.memorySegments.get(r.segment.file) match {
-        case Some(bytes) => blocks.map(b => b -> Some(java.util.Arrays.copyOfRange(bytes,
-          r.segment.runOffset(b).toInt, r.segment.runOffset(b).toInt + r.segment.runBytes))).toMap
-        case None => IndexCache.runs(fs, v.dir, r.segment, blocks)
-      })
+      else r.segmentIndex -> SlicedProbe.probeRuns(r.segment, r.hashes,
+        blocks =>
+          v.memorySegments.get(r.segment.file) match {
+            case Some(bytes) => blocks.map(b =>
+                b -> Some(java.util.Arrays.copyOfRange(bytes,
+                  r.segment.runOffset(b).toInt, r.segment.runOffset(b).toInt + r.segment.runBytes))).toMap
+            case None => IndexCache.runs(fs, v.dir, r.segment, blocks)
+          })
     }.toMap
 
-  private def distributed(spark: SparkSession, v: IndexVersion, requests: Seq[Request]): Map[Int, Option[Array[Long]]] = {
-    val (memory, stored) = requests.partition(r => v.memorySegments.contains(r.segment.file) || v.damaged.contains(r.segment.file))
+  private def distributed(spark: SparkSession, v: IndexVersion, requests: Seq[Request])
+      : Map[Int, Option[Array[Long]]] = {
+    val (memory, stored) =
+      requests.partition(r => v.memorySegments.contains(r.segment.file) || v.damaged.contains(r.segment.file))
     val sc = spark.sparkContext
     val conf = new SerializableConf(spark.sessionState.newHadoopConf())
     val dir = v.dir.toString
     sc.setJobDescription(s"sparkbloom: probe ${stored.size} segments of ${v.meta.name}")
     val remote = try sc.parallelize(stored, math.max(1, stored.size)).map { r =>
-      val fs = new Path(dir).getFileSystem(conf.value)
-      r.segmentIndex -> SlicedProbe.probeRuns(r.segment, r.hashes, blocks => RunReader.read(fs, new Path(dir, r.segment.file), r.segment, blocks))
-    }.collect().toMap finally sc.setJobDescription(null)
+        val fs = new Path(dir).getFileSystem(conf.value)
+        r.segmentIndex -> SlicedProbe.probeRuns(r.segment, r.hashes,
+          blocks => RunReader.read(fs, new Path(dir, r.segment.file), r.segment, blocks))
+      }.collect().toMap
+    finally sc.setJobDescription(null)
     remote ++ local(null, v, memory)
   }
 }

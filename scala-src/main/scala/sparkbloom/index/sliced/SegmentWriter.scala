@@ -35,9 +35,9 @@ final class SegmentWriter(fs: FileSystem, indexDir: Path, dataDirName: String, p
       flush(full); open.remove(key)
     }
     val buf = open.getOrElseUpdate(key, {
-      seq += 1
-      new Buffer(s"$dataDirName/p$partition-c$columnOrdinal-b$blocks-$seq.seg", column, blocks)
-    })
+        seq += 1
+        new Buffer(s"$dataDirName/p$partition-c$columnOrdinal-b$blocks-$seq.seg", column, blocks)
+      })
     buf.filters += bitset
     (buf.file, buf.filters.size - 1)
   }
@@ -65,7 +65,8 @@ object SegmentWriter {
       java.nio.file.Files.write(file, bytes)
     case _ =>
       val out = fs.create(path, true)
-      try out.write(bytes) finally out.close()
+      try out.write(bytes)
+      finally out.close()
   }
 
   /** Bytes of filters per segment file: bounds a build task's memory, not the read size of a probe. */

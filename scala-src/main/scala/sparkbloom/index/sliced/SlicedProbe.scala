@@ -20,7 +20,8 @@ final class SlicedProbe(layout: Layout, prober: SlicedProbe.Prober, int96Probes:
   def mightMatch(p: BloomPredicate): BitSet = p match {
     case Unknown => all.clone().asInstanceOf[BitSet]
     case Nothing => new BitSet(layout.numRowGroups)
-    case IsNull(c) => layout.column(c).map(col => bits(rg => col.hasNull(rg))).getOrElse(all.clone().asInstanceOf[BitSet])
+    case IsNull(c) =>
+      layout.column(c).map(col => bits(rg => col.hasNull(rg))).getOrElse(all.clone().asInstanceOf[BitSet])
     case in: In => layout.column(in.column).map(values(in, _)).getOrElse(all.clone().asInstanceOf[BitSet])
     case And(l, r) => val b = mightMatch(l); b.and(mightMatch(r)); b
     case Or(l, r) => val b = mightMatch(l); b.or(mightMatch(r)); b
@@ -44,13 +45,15 @@ final class SlicedProbe(layout: Layout, prober: SlicedProbe.Prober, int96Probes:
     }
     // Row groups decided without their filter: only nulls (never), no usable filter or hash (always).
     val allHashed = hashes.forall(_ != null)
-    val out = if (allHashed) c.unfiltered.clone().asInstanceOf[BitSet] else bits { rg =>
+    val out = if (allHashed) c.unfiltered.clone().asInstanceOf[BitSet]
+    else bits { rg =>
       !c.onlyNulls(rg) && (c.segment(rg) < 0 || c.encoding(rg) < 0 || hashes(c.encoding(rg)) == null)
     }
     val requests = layout.segments.indices.filter(s => layout.segments(s).column == c.name).flatMap { s =>
       // Every hash of every encoding found in this segment (normally one): probing with more hashes than a
       // slot's own encoding needs can only add "maybe"s, never lose one.
-      val hs = layout.segmentEncodings(s).iterator.filter(e => hashes(e) != null).flatMap(e => hashes(e)).toArray.distinct
+      val hs =
+        layout.segmentEncodings(s).iterator.filter(e => hashes(e) != null).flatMap(e => hashes(e)).toArray.distinct
       if (hs.isEmpty) None else Some(SlicedProbe.Request(s, layout.segments(s), hs))
     }
     val results = if (requests.isEmpty) Map.empty[Int, Option[Array[Long]]] else prober.probe(requests)
@@ -91,7 +94,8 @@ object SlicedProbe {
   trait Prober { def probe(requests: Seq[Request]): Map[Int, Option[Array[Long]]] }
 
   /** The probe of one segment from its runs: groups hashes by block, one run per block. */
-  def probeRuns(seg: Segment, hashes: Array[Long], fetch: Seq[Int] => Map[Int, Option[Array[Byte]]]): Option[Array[Long]] = {
+  def probeRuns(seg: Segment, hashes: Array[Long], fetch: Seq[Int] => Map[Int, Option[Array[Byte]]])
+      : Option[Array[Long]] = {
     val byBlock = hashes.groupBy(h => Kernel.blockIndex(h, seg.blocks))
     val runs = fetch(byBlock.keys.toSeq.sorted)
     val matched = new Array[Long]((seg.count + 63) >>> 6)

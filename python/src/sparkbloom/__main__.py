@@ -48,7 +48,7 @@ def _inspect(path: str, probes: List[str], as_json: bool, master: str) -> int:
     from pyspark.sql import SparkSession
 
     from .errors import SparkBloomError
-    from .inspect import format_report, inspect_parquet
+    from .inspector import format_report, inspect_parquet
     from .session import configure
 
     builder = (

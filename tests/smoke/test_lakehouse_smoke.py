@@ -11,7 +11,8 @@ query run with sparkbloom off.
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterator
+from collections.abc import Iterator
+from typing import Callable
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
@@ -60,7 +61,8 @@ def keys(spark: SparkSession) -> DataFrame:
 
 def appended(spark: SparkSession) -> DataFrame:
     """Two more files, keys `n-<id>`, the key column already renamed to user_key."""
-    return spark.range(KEYS, KEYS + 200, 1, 2).selectExpr("id", "concat('n-', cast(id as string)) AS user_key", "id % 7 AS v")
+    return spark.range(KEYS, KEYS + 200, 1, 2).selectExpr(
+        "id", "concat('n-', cast(id as string)) AS user_key", "id % 7 AS v")
 
 
 def compare(spark: SparkSession, query: Callable[[], DataFrame]):

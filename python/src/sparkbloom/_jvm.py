@@ -5,7 +5,8 @@ Keeping the class names in one module means a rename on the Scala side is a one-
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .errors import JarNotLoadedError, SparkBloomError
 

@@ -15,7 +15,8 @@ Everything here calls the same Scala facade as the SQL statements (``CREATE BLOO
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from . import _jvm
 from .errors import translate
@@ -43,7 +44,7 @@ class BloomIndex:
         return self._name
 
     @property
-    def columns(self) -> Tuple[str, ...]:
+    def columns(self) -> tuple[str, ...]:
         """The indexed columns, in index order."""
         return self._columns
 
@@ -52,7 +53,7 @@ class BloomIndex:
         """The table the index covers: a catalog table name or a path."""
         return self._table
 
-    def describe(self) -> Dict[str, Any]:
+    def describe(self) -> dict[str, Any]:
         """The facts ``DESCRIBE BLOOM INDEX`` shows, as a dict.
 
         >>> d = idx.describe()
@@ -98,7 +99,7 @@ class BloomIndex:
         return hash((self._table, self._name.lower()))
 
 
-def _handle(spark: SparkSession, description: Dict[str, Any]) -> BloomIndex:
+def _handle(spark: SparkSession, description: dict[str, Any]) -> BloomIndex:
     return BloomIndex(
         spark,
         description["table_ref"],
@@ -107,7 +108,7 @@ def _handle(spark: SparkSession, description: Dict[str, Any]) -> BloomIndex:
     )
 
 
-def indexes(spark: SparkSession, table_or_path: str) -> List[BloomIndex]:
+def indexes(spark: SparkSession, table_or_path: str) -> list[BloomIndex]:
     """The bloom indexes on a table (``SHOW BLOOM INDEXES ON ...``).
 
     `table_or_path` is a path when it contains ``/`` or starts with ``file:``, ``hdfs:`` or ``s3:``
@@ -124,11 +125,11 @@ def indexes(spark: SparkSession, table_or_path: str) -> List[BloomIndex]:
 
 def bloom_filter_index(
     df: DataFrame,
-    *columns: Union[str, Sequence[str]],
-    name: Optional[str] = None,
-    fpp: Optional[float] = None,
-    ndv: Optional[int] = None,
-    false_reads_per_key: Optional[float] = None,
+    *columns: str | Sequence[str],
+    name: str | None = None,
+    fpp: float | None = None,
+    ndv: int | None = None,
+    false_reads_per_key: float | None = None,
 ) -> BloomIndex:
     """Creates, or returns up to date, the bloom index `name` over the Parquet files `df` reads.
 
@@ -168,7 +169,7 @@ def bloom_filter_index(
     return _handle(spark, description)
 
 
-def _column_names(columns: Sequence[Union[str, Sequence[str]]]) -> List[str]:
+def _column_names(columns: Sequence[str | Sequence[str]]) -> list[str]:
     """Accepts ``("a", "b")`` or a single list ``(["a", "b"],)``."""
     if len(columns) == 1 and isinstance(columns[0], (list, tuple)):
         columns = tuple(columns[0])

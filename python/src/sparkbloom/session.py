@@ -15,7 +15,7 @@ import re
 import shlex
 import warnings
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Tuple
+from typing import TYPE_CHECKING
 
 from . import _jvm
 from .errors import SparkBloomError
@@ -31,7 +31,7 @@ _PACKAGE_DIR = Path(__file__).resolve().parent
 SUPPORTED_LINES = ((3, 5), (4, 0), (4, 1), (4, 2), (4, 3))
 
 
-def spark_version() -> Tuple[str, str]:
+def spark_version() -> tuple[str, str]:
     """The Spark version and Scala binary version the JVM of a new session will run.
 
     Read from the ``spark-core`` jar of the Spark home pyspark launches (``$SPARK_HOME``, or the jars
@@ -75,7 +75,7 @@ def line_for(version: str, scala: str) -> str:
     return line
 
 
-def jar_paths() -> List[str]:
+def jar_paths() -> list[str]:
     """The jars sparkbloom needs on the classpath of the running Spark: its own, built for that Spark
     line, and the ones Spark does not ship. Raises :class:`SparkBloomError` for an unsupported Spark.
 
@@ -97,7 +97,7 @@ def jar_paths() -> List[str]:
     return jars
 
 
-def java_options() -> List[str]:
+def java_options() -> list[str]:
     """The JVM flags sparkbloom needs (``--add-modules=jdk.incubator.vector`` and Spark's own opens)."""
     path = _PACKAGE_DIR / "jvm-flags.txt"
     if not path.is_file():
@@ -106,7 +106,7 @@ def java_options() -> List[str]:
     return [line for line in lines if line and not line.startswith("#")]
 
 
-def spark_conf(existing: Dict[str, str] | None = None) -> Dict[str, str]:
+def spark_conf(existing: dict[str, str] | None = None) -> dict[str, str]:
     """The Spark settings :func:`configure` applies, merged into `existing` settings.
 
     Lists are appended to (``spark.jars``, ``spark.sql.extensions``) and JVM flags added to the
@@ -162,13 +162,13 @@ def _last(existing: str | None, item: str) -> str:
     return ",".join(items + [item])
 
 
-def _merge_list(existing: str | None, additions: List[str]) -> str:
+def _merge_list(existing: str | None, additions: list[str]) -> str:
     items = [s.strip() for s in (existing or "").split(",") if s.strip()]
     items += [a for a in additions if a not in items]
     return ",".join(items)
 
 
-def _merge_flags(existing: str | None, additions: List[str]) -> str:
+def _merge_flags(existing: str | None, additions: list[str]) -> str:
     present = set(shlex.split(existing or ""))
     missing = [f for f in additions if f not in present]
     return " ".join(([existing.strip()] if existing and existing.strip() else []) + missing)

@@ -57,7 +57,7 @@ class JarNotLoadedError(SparkBloomError):
 @contextmanager
 def translate() -> Iterator[None]:
     """Runs a JVM call, re-raising JVM exceptions as the Python exceptions above."""
-    from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
+    from py4j.protocol import Py4JJavaError
     from pyspark.errors.exceptions.captured import CapturedException
 
     try:
@@ -72,7 +72,7 @@ def translate() -> Iterator[None]:
 
 
 def _from_java(exc: Any) -> SparkBloomError:
-    from py4j.java_gateway import is_instance_of  # type: ignore[import-untyped]
+    from py4j.java_gateway import is_instance_of
     from pyspark import SparkContext
 
     from . import _jvm
@@ -100,9 +100,10 @@ def _from_java(exc: Any) -> SparkBloomError:
 
 def _condition(exc: Any) -> str | None:
     """Spark's error class of a SparkThrowable: ``getCondition()`` from Spark 4.0, ``getErrorClass()`` in 3.5."""
-    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+    from py4j.protocol import Py4JError
 
     try:
-        return exc.getCondition()
+        condition = exc.getCondition()
     except Py4JError:
-        return exc.getErrorClass()
+        condition = exc.getErrorClass()
+    return None if condition is None else str(condition)

@@ -171,16 +171,20 @@ def bloom_filter_index(
 
 def _column_names(columns: Sequence[str | Sequence[str]]) -> list[str]:
     """Accepts ``("a", "b")`` or a single list ``(["a", "b"],)``."""
+    items: Sequence[object] = columns
     if len(columns) == 1 and isinstance(columns[0], (list, tuple)):
-        columns = tuple(columns[0])
-    for c in columns:
+        items = tuple(columns[0])
+    names: list[str] = []
+    for c in items:
         if not isinstance(c, str):
             raise TypeError(f"column names must be strings, got {type(c).__name__}: {c!r}")
-    return list(columns)  # type: ignore[arg-type]
+        names.append(c)
+    return names
 
 
 def _attach() -> None:
     """Adds ``bloomFilterIndex`` to PySpark's DataFrame (done once, when sparkbloom is imported)."""
     from pyspark.sql import DataFrame
 
+    # A method added to pyspark's class at run time, which its type hints cannot know about.
     DataFrame.bloomFilterIndex = bloom_filter_index  # type: ignore[attr-defined]

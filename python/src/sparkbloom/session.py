@@ -43,7 +43,7 @@ def spark_version() -> tuple[str, str]:
     try:
         from pyspark.find_spark_home import _find_spark_home
 
-        jars = Path(_find_spark_home()) / "jars"
+        jars = Path(_find_spark_home()) / "jars"  # type: ignore[no-untyped-call]  # pyspark leaves it unannotated
         for jar in sorted(jars.glob("spark-core_*.jar")):
             m = re.fullmatch(r"spark-core_(2\.1[23])-(\d+\.\d+\.\d+)(?:[-.].*)?\.jar", jar.name)
             if m:

@@ -110,8 +110,19 @@ def test_configure_keeps_a_users_flag_that_is_already_there_once() -> None:
 
 
 def test_configure_warns_when_the_jvm_is_already_running(spark: SparkSession) -> None:
-    with pytest.warns(UserWarning, match="already running"):
+    with pytest.warns(UserWarning, match="already running") as warned:
         sparkbloom.configure(SparkSession.builder)
+    assert [w.filename for w in warned] == [__file__]  # the warning names the caller's line
+
+
+def test_local_session_runs_here_without_ui_with_two_shuffle_partitions(spark: SparkSession) -> None:
+    # the session fixture is sparkbloom.session.local_session's, with a warehouse and two more settings
+    assert spark.sparkContext.master == "local[2]" and spark.sparkContext.appName == "sparkbloom tests"
+    assert spark.conf.get("spark.ui.enabled") == "false"
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
+    assert spark.conf.get("spark.ui.showConsoleProgress") == "false"
+    assert "warehouse" in spark.conf.get("spark.sql.warehouse.dir")
+    assert spark.conf.get("spark.sql.extensions").split(",")[-1] == "sparkbloom.SparkBloomExtensions"
 
 
 def test_spark_conf_lists_what_spark_submit_needs() -> None:

@@ -11,9 +11,11 @@ Nothing is downloaded: the jars travel inside this package.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -142,19 +144,59 @@ def configure(builder: SparkSession.Builder) -> SparkSession.Builder:
     >>> spark.conf.get("spark.sql.extensions")
     'my.Ext,sparkbloom.SparkBloomExtensions'
     """
+    return _configure(builder)
+
+
+def _configure(builder: SparkSession.Builder) -> SparkSession.Builder:
+    """What :func:`configure` does, one call below it and :func:`local_session` so that the warning names
+    the line that called either."""
     from pyspark import SparkContext
 
     if SparkContext._active_spark_context is not None:
         warnings.warn(
             "a SparkContext is already running: sparkbloom.configure() cannot add jars or JVM flags to it; "
             "configure the builder before the first getOrCreate()",
-            stacklevel=2,
+            stacklevel=3,
         )
     options = getattr(builder, "_options", {})
     existing = {k: str(v) for k, v in options.items()}
     for key, value in spark_conf(existing).items():
         builder = builder.config(key, value)
     return builder
+
+
+def local_session(
+    app_name: str,
+    *,
+    master: str = "local[2]",
+    warehouse_dir: str | os.PathLike[str] | None = None,
+    conf: Mapping[str, str] | None = None,
+) -> SparkSession:
+    """A small SparkSession on this machine, set up for sparkbloom: for tests, notebooks and local scripts.
+
+    Spark runs in this process (`master`, ``local[2]`` by default) without its web UI, with 2 shuffle
+    partitions instead of the 200 made for clusters; `warehouse_dir` sets ``spark.sql.warehouse.dir`` and
+    `conf` any other setting. All go on the builder before :func:`configure` adds sparkbloom's jars, extension
+    and JVM flags to them (a ``spark.jars`` or ``spark.sql.extensions`` in `conf` is added to, not replaced), so
+    this must start the process's first session, as :func:`configure` says.
+
+    >>> spark = sparkbloom.session.local_session("my tests", warehouse_dir="/tmp/wh", conf={"spark.log.level": "WARN"})
+    >>> spark.conf.get("spark.sql.shuffle.partitions")
+    '2'
+    """
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+    )
+    if warehouse_dir is not None:
+        builder = builder.config("spark.sql.warehouse.dir", os.fspath(warehouse_dir))
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    return _configure(builder).getOrCreate()
 
 
 def _last(existing: str | None, item: str) -> str:

@@ -111,8 +111,8 @@ def _handle(spark: SparkSession, description: dict[str, Any]) -> BloomIndex:
 def indexes(spark: SparkSession, table_or_path: str) -> list[BloomIndex]:
     """The bloom indexes on a table (``SHOW BLOOM INDEXES ON ...``).
 
-    `table_or_path` is a path when it contains ``/`` or starts with ``file:``, ``hdfs:`` or ``s3:``
-    (or is written ``parquet.`/path```), else a catalog table name.
+    `table_or_path` is a path when it contains ``/`` or starts with ``file:``, ``hdfs:``, ``s3:``, ``s3a:`` or
+    ``s3n:`` (or is written ``parquet.`/path```), else a catalog table name.
 
     >>> [i.name for i in sparkbloom.indexes(spark, "/data/events")]
     ['bloom_user_id']
@@ -131,18 +131,25 @@ def bloom_filter_index(
     ndv: int | None = None,
     false_reads_per_key: float | None = None,
 ) -> BloomIndex:
-    """Creates, or returns up to date, the bloom index `name` over the Parquet files `df` reads.
+    """Creates the bloom index `name` over the table `df` reads, or returns it brought up to date.
 
-    `df` must be a plain scan of Parquet files (``spark.read.parquet(path)`` or ``spark.table(t)``,
-    optionally with ``select``/``where`` on top); anything else raises :class:`BloomIndexError`.
-    `name` defaults to ``bloom_<columns>``.
+    `df` must read one table's Parquet files directly: ``spark.read.parquet(path)`` of one directory or file
+    (through Spark's V1 Parquet source or its V2 Parquet scan), ``spark.table(name)`` of a Parquet, Delta Lake
+    or Iceberg table, or ``spark.read.format("delta").load(path)``, optionally with ``select``, ``where`` or
+    ``filter`` on top; `columns` are the DataFrame's, traced back through renames to the files' own. The
+    index covers the whole table, not only the rows a ``where`` keeps. Anything else (a join, an aggregate,
+    in-memory data, another file format, several paths, a column the DataFrame computes) raises
+    :class:`BloomIndexError`. An index `name` that already exists on the same columns is refreshed
+    incrementally if the table has files it does not cover or no longer has files it covered; on other
+    columns it raises :class:`BloomIndexError`. `name` defaults to ``bloom_<columns>`` (the files' column
+    names joined by ``_``, lower case).
 
     Sizing: by default the filters share a budget of ``false_reads_per_key`` (0.1, or the session's
     ``spark.sparkbloom.falseReadsPerKey``): the expected number of row groups read in error per looked-up
-    value, summed over the whole table, so false reads do not grow with the table. An explicit `fpp` instead
-    fixes the false-positive probability of every row group (false reads then grow as row groups × fpp);
-    give one or the other. `ndv` caps the distinct values a row group's filter is sized for (measured when
-    not given).
+    value, summed over the whole table, so false reads do not grow with the table. An explicit `fpp` (or,
+    when neither is given, the session's ``spark.sparkbloom.fpp``) instead fixes the false-positive
+    probability of every row group (false reads then grow as row groups × fpp); give one or the other. `ndv`
+    caps the distinct values a row group's filter is sized for (measured when not given).
 
     Also available as the DataFrame method
     ``df.bloomFilterIndex(*columns, name=None, fpp=None, ndv=None, false_reads_per_key=None)``:

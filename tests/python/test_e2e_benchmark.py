@@ -1,4 +1,4 @@
-"""Smoke test of the end-to-end benchmark (issue 5): its --quick mode must run, answer identically under
+"""Smoke test of the end-to-end benchmark (benchmarks/e2e.py): its --quick mode must run, answer identically under
 plain Parquet, native bloom filters and sparkbloom, and read fewer files with the index for a point
 lookup. Never asserts on time."""
 import glob

@@ -1,4 +1,4 @@
-"""Differential fuzz over Parquet files written by pyarrow, DuckDB and DataFusion (issue 13), in Spark.
+"""Differential fuzz over Parquet files written by pyarrow, DuckDB and DataFusion, in Spark.
 
 The same random table (``foreign_writers.random_table``) is written by each writer, with the writer's own
 bloom filters where it can write them. Random conditions (``=``, ``IN`` short and long, ``<=>``, ``IS

@@ -19,7 +19,6 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
-from typing import List, Optional
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import DataFrame, SparkSession
@@ -62,12 +61,14 @@ class Result:
     query: str
     index: str
     rows: int
-    files_read: Optional[int]
-    row_groups_read: Optional[int]
+    files_read: int | None
+    row_groups_read: int | None
     seconds: float
 
 
-def run(spark: SparkSession, table: DataFrame, label: str, condition: str, enabled: bool, total_row_groups: int) -> Result:
+def run(
+    spark: SparkSession, table: DataFrame, label: str, condition: str, enabled: bool, total_row_groups: int
+) -> Result:
     spark.conf.set("spark.sparkbloom.enabled", str(enabled).lower())
     query = table.where(condition)
     start = time.perf_counter()
@@ -82,7 +83,7 @@ def run(spark: SparkSession, table: DataFrame, label: str, condition: str, enabl
     return Result(label, "on" if enabled else "off", rows, files_read, row_groups, seconds)
 
 
-def print_table(results: List[Result]) -> None:
+def print_table(results: list[Result]) -> None:
     header = ["query", "index", "rows", "files read", "row groups read", "time (s)"]
     body = [
         [r.query, r.index, f"{r.rows:,}", "?" if r.files_read is None else f"{r.files_read:,}",
@@ -90,7 +91,9 @@ def print_table(results: List[Result]) -> None:
         for r in results
     ]
     widths = [max(len(row[i]) for row in [header] + body) for i in range(len(header))]
-    line = lambda row: "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+
+    def line(row: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i < 2 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
     print(line(header))
     print("  ".join("-" * w for w in widths))
     for i, row in enumerate(body):
@@ -99,12 +102,14 @@ def print_table(results: List[Result]) -> None:
             print()
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--master", default="local[*]", help="Spark master (default: embedded local[*])")
     parser.add_argument("--files", type=int, default=200, help="Parquet files to generate (default 200)")
     parser.add_argument("--rows", type=int, default=3_000_000, help="rows to generate (default 3,000,000)")
-    parser.add_argument("--row-group-bytes", type=int, default=128 * 1024, help="Parquet row group size (default 128 KiB)")
+    parser.add_argument(
+        "--row-group-bytes", type=int, default=128 * 1024, help="Parquet row group size (default 128 KiB)"
+    )
     parser.add_argument("--path", help="where to write the table (default: a temporary directory, deleted at the end); "
                         "required with a cluster --master, and must be reachable from the executors")
     args = parser.parse_args(argv)

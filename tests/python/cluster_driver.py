@@ -15,7 +15,7 @@ import argparse
 import json
 import time
 import urllib.request
-from typing import Any, Dict, List
+from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -33,7 +33,7 @@ def email_of(i: int) -> str:
     return f"user{key_of(i)}@example.com"
 
 
-QUERIES: Dict[str, str] = {
+QUERIES: dict[str, str] = {
     "point id": f"id = {key_of(12345)}",
     "point email": f"email = '{email_of(777)}'",
     "IN id": f"id IN ({key_of(10)}, {key_of(9010)}, {key_of(19990)})",
@@ -48,14 +48,14 @@ def get_json(url: str) -> Any:
         return json.load(response)
 
 
-def executor_tasks(spark: SparkSession) -> Dict[str, int]:
+def executor_tasks(spark: SparkSession) -> dict[str, int]:
     """Tasks completed per active executor id ("driver" is the driver), from the driver's status store:
     what the UI's REST API serves, read without HTTP."""
     summaries = spark.sparkContext._jsc.sc().statusStore().executorList(True)
     return {summaries.apply(n).id(): int(summaries.apply(n).totalTasks()) for n in range(summaries.size())}
 
 
-def settled_executor_tasks(spark: SparkSession, before: Dict[str, int]) -> Dict[str, int]:
+def settled_executor_tasks(spark: SparkSession, before: dict[str, int]) -> dict[str, int]:
     """The listener bus is asynchronous: wait until the task counts stop moving after a job."""
     last, stable_since = executor_tasks(spark), time.monotonic()
     deadline = time.monotonic() + 30
@@ -69,10 +69,10 @@ def settled_executor_tasks(spark: SparkSession, before: Dict[str, int]) -> Dict[
     return last
 
 
-def run_queries(spark: SparkSession, df: DataFrame) -> Dict[str, Dict[str, Any]]:
-    out: Dict[str, Dict[str, Any]] = {}
+def run_queries(spark: SparkSession, df: DataFrame) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
     for name, condition in QUERIES.items():
-        result: Dict[str, Any] = {"condition": condition}
+        result: dict[str, Any] = {"condition": condition}
         for enabled in (False, True):
             spark.conf.set("spark.sparkbloom.enabled", str(enabled).lower())
             query = df.where(condition)
@@ -109,7 +109,7 @@ def main() -> None:
         builder = (builder.config("spark.executor.memory", "512m").config("spark.cores.max", "2")
                    .config("spark.executor.cores", "1"))
     spark = sparkbloom.configure(builder).getOrCreate()
-    report: Dict[str, Any] = {"master": spark.sparkContext.master, "app_id": spark.sparkContext.applicationId}
+    report: dict[str, Any] = {"master": spark.sparkContext.master, "app_id": spark.sparkContext.applicationId}
     try:
         if cluster:
             # The executors register asynchronously; the build must not start before both are there.

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from pyspark.sql import SparkSession
 
-import sparkbloom
+from sparkbloom.session import local_session
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,19 +61,10 @@ def run_python(python: str, args: list[str], cwd: Path, env: dict[str, str], tim
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
-    warehouse = tmp_path_factory.mktemp("warehouse")
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("sparkbloom tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.warehouse.dir", str(warehouse))
-        .config("spark.log.level", "WARN")
-    )
+    conf = {"spark.ui.showConsoleProgress": "false", "spark.log.level": "WARN"}
     if harness_jar().is_file():  # for test_foreign_fuzz.py's decision level; that test fails without it
-        builder = builder.config("spark.jars", str(harness_jar()))
-    session = sparkbloom.configure(builder).getOrCreate()
+        conf["spark.jars"] = str(harness_jar())
+    session = local_session("sparkbloom tests", warehouse_dir=tmp_path_factory.mktemp("warehouse"), conf=conf)
     yield session
     session.stop()
 

@@ -33,13 +33,14 @@ import decimal
 import math
 import os
 import random
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Dict, List, Sequence, Tuple
+from typing import Any
 
 import pyarrow as pa
 
 # (name, Spark SQL type, Arrow type)
-COLUMNS: List[Tuple[str, str, Any]] = [
+COLUMNS: list[tuple[str, str, Any]] = [
     ("i32", "int", pa.int32()),
     ("i64", "bigint", pa.int64()),
     ("d", "double", pa.float64()),
@@ -76,7 +77,7 @@ def key_value(name: str, k: int) -> Any:
 
 
 def random_table(seed: int, files: int = 3, rows_per_file: int = 8192, row_group_size: int = 2048,
-                 null_rate: float = 0.05) -> List[pa.Table]:
+                 null_rate: float = 0.05) -> list[pa.Table]:
     """The rows of each file, as Arrow tables. Row i of the whole table holds key i // 4 (duplicates,
     clustered), or for 10% of the rows a key drawn from the whole range; each column is null at
     `null_rate`. Row group r (counted over the whole table) holds in the floating columns: -0.0 when
@@ -84,7 +85,7 @@ def random_table(seed: int, files: int = 3, rows_per_file: int = 8192, row_group
     rng = random.Random(seed)
     total = files * rows_per_file
     keys = total // 4
-    cols: Dict[str, List[Any]] = {n: [] for n in NAMES}
+    cols: dict[str, list[Any]] = {n: [] for n in NAMES}
     for i in range(total):
         k = i // 4 if rng.random() >= 0.10 else rng.randrange(keys)
         rg = i // row_group_size
@@ -105,7 +106,7 @@ def random_table(seed: int, files: int = 3, rows_per_file: int = 8192, row_group
     return out
 
 
-def write_pyarrow(tables: Sequence[pa.Table], out_dir: str, row_group_size: int) -> List[str]:
+def write_pyarrow(tables: Sequence[pa.Table], out_dir: str, row_group_size: int) -> list[str]:
     import pyarrow.parquet as pq
 
     os.makedirs(out_dir, exist_ok=True)
@@ -118,7 +119,7 @@ def write_pyarrow(tables: Sequence[pa.Table], out_dir: str, row_group_size: int)
     return paths
 
 
-def write_duckdb(tables: Sequence[pa.Table], out_dir: str, row_group_size: int) -> List[str]:
+def write_duckdb(tables: Sequence[pa.Table], out_dir: str, row_group_size: int) -> list[str]:
     import duckdb
 
     os.makedirs(out_dir, exist_ok=True)
@@ -140,7 +141,7 @@ def write_duckdb(tables: Sequence[pa.Table], out_dir: str, row_group_size: int) 
     return paths
 
 
-def write_datafusion(tables: Sequence[pa.Table], out_dir: str, row_group_size: int) -> List[str]:
+def write_datafusion(tables: Sequence[pa.Table], out_dir: str, row_group_size: int) -> list[str]:
     import datafusion
 
     os.makedirs(out_dir, exist_ok=True)
@@ -162,11 +163,11 @@ def write_datafusion(tables: Sequence[pa.Table], out_dir: str, row_group_size: i
 WRITE = {"pyarrow": write_pyarrow, "duckdb": write_duckdb, "datafusion": write_datafusion}
 
 
-def write(writer: str, tables: Sequence[pa.Table], out_dir: str, row_group_size: int) -> List[str]:
+def write(writer: str, tables: Sequence[pa.Table], out_dir: str, row_group_size: int) -> list[str]:
     return WRITE[writer](tables, out_dir, row_group_size)
 
 
-def bloom_filter_columns(path: str) -> List[Dict[str, Any]]:
+def bloom_filter_columns(path: str) -> list[dict[str, Any]]:
     """One dict per column chunk of `path`: row_group, column, has_filter (bloom_filter_offset set), the
     filter's stored length (None when the writer did not store it) and the writer (created_by)."""
     import duckdb
@@ -184,7 +185,7 @@ def bloom_filter_columns(path: str) -> List[Dict[str, Any]]:
              "created_by": created_by} for rg, c, off, ln in rows]
 
 
-def versions() -> Dict[str, str]:
+def versions() -> dict[str, str]:
     import datafusion
     import duckdb
 
@@ -192,7 +193,7 @@ def versions() -> Dict[str, str]:
 
 
 def write_all(base: str, seed: int, files: int = 3, rows_per_file: int = 8192, row_group_size: int = 2048,
-              writers: Sequence[str] = WRITERS) -> Dict[str, str]:
+              writers: Sequence[str] = WRITERS) -> dict[str, str]:
     """Writes the same random table with each writer under base/<writer>/; returns writer → directory."""
     tables = random_table(seed, files, rows_per_file, row_group_size)
     out = {}

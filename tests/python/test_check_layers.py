@@ -65,7 +65,8 @@ def test_a_package_reaching_up_or_unlisted_fails(tmp_path: Path, files: dict[str
 
 def test_a_use_inside_a_comment_or_string_is_not_a_use(tmp_path: Path) -> None:
     r = run(tree(tmp_path, {
-        "hash/H.scala": 'package sparkbloom.hash\n/** see [[sparkbloom.index.I]] */\nobject H { val k = "sparkbloom.index.x" }\n',
+        "hash/H.scala": 'package sparkbloom.hash\n/** see [[sparkbloom.index.I]] */\n'
+                        'object H { val k = "sparkbloom.index.x" }\n',
         "index/I.scala": "package sparkbloom.index\nobject I\n",
     }))
     assert r.returncode == 0, r.stderr

@@ -18,14 +18,16 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Dict, Iterator, List
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
 
 import sparkbloom
+
 from cluster_driver import FILES, QUERIES, run_queries
 from conftest import run_python
 
@@ -48,7 +50,7 @@ def spark_home() -> Path:
     return Path(pyspark.__file__).resolve().parent
 
 
-def master_state(webui: int) -> Dict[str, Any]:
+def master_state(webui: int) -> dict[str, Any]:
     with urllib.request.urlopen(f"http://127.0.0.1:{webui}/json", timeout=5) as response:
         return json.load(response)
 
@@ -58,10 +60,10 @@ class Cluster:
     url: str
     webui: str
     work_dir: Path
-    env: Dict[str, str]
+    env: dict[str, str]
 
 
-def _stop(procs: List[subprocess.Popen]) -> None:
+def _stop(procs: list[subprocess.Popen]) -> None:
     for p in procs:
         if p.poll() is None:
             p.terminate()
@@ -73,7 +75,7 @@ def _stop(procs: List[subprocess.Popen]) -> None:
             p.wait(timeout=20)
 
 
-def _processes_under(base: Path) -> List[int]:
+def _processes_under(base: Path) -> list[int]:
     """Live processes (executors included) started in or for the cluster's temp directory."""
     found = []
     for entry in Path("/proc").iterdir():
@@ -111,10 +113,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     ]
     port, webui = free_port(), free_port()
     url = f"spark://127.0.0.1:{port}"
-    logs: List[Path] = []
-    procs: List[subprocess.Popen] = []
+    logs: list[Path] = []
+    procs: list[subprocess.Popen] = []
 
-    def launch(name: str, args: List[str]) -> None:
+    def launch(name: str, args: list[str]) -> None:
         log = base / f"{name}.log"
         logs.append(log)
         with log.open("wb") as out:
@@ -197,16 +199,16 @@ def test_a_standalone_cluster_builds_the_index_on_its_executors_and_skips_like_l
         assert on_cluster["num_files_off"] == on_local["num_files_off"] == FILES, name
         assert on_cluster["skipping_off"] == [] == on_local["skipping_off"], name
         assert on_cluster["num_files_on"] == on_local["num_files_on"], (name, on_cluster, on_local)
-        [c] = on_cluster["skipping_on"]
-        [l] = on_local["skipping_on"]
+        [rec_cluster] = on_cluster["skipping_on"]
+        [rec_local] = on_local["skipping_on"]
         # The same decision (probe time and bytes read from storage depend on timing and on each driver's cache).
         decision = ("index", "table", "predicate", "files_total", "files_kept", "row_groups_total", "row_groups_kept",
                     "files_not_covered")
-        assert {k: c[k] for k in decision} == {k: l[k] for k in decision}, name
-        assert c["probe_time_ms"] >= 0 and c["index_bytes_read"] >= 0, (name, c)
-        assert c["files_total"] == FILES and c["files_not_covered"] == 0, (name, c)
-        assert c["files_kept"] == on_cluster["num_files_on"], (name, c)
-        assert c["files_kept"] < FILES / 4, (name, c)  # the lookups really skip
+        assert {k: rec_cluster[k] for k in decision} == {k: rec_local[k] for k in decision}, name
+        assert rec_cluster["probe_time_ms"] >= 0 and rec_cluster["index_bytes_read"] >= 0, (name, rec_cluster)
+        assert rec_cluster["files_total"] == FILES and rec_cluster["files_not_covered"] == 0, (name, rec_cluster)
+        assert rec_cluster["files_kept"] == on_cluster["num_files_on"], (name, rec_cluster)
+        assert rec_cluster["files_kept"] < FILES / 4, (name, rec_cluster)  # the lookups really skip
 
     expected_kept = {"point id": 1, "point email": 1, "IN id": 3, "IN email": 2, "absent id": 0, "absent email": 0}
     kept = {name: q["num_files_on"] for name, q in report["queries"].items()}

@@ -13,7 +13,6 @@ from pyspark.sql import DataFrame, SparkSession
 
 import sparkbloom
 
-
 SUPPORTED = "can only be built over a DataFrame that reads Parquet files directly"
 
 
@@ -79,7 +78,8 @@ def target(df: DataFrame, *columns: str) -> dict:
 
 def test_a_selected_and_filtered_parquet_scan_indexes_its_directory(spark: SparkSession, parquet_path: str) -> None:
     df = spark.read.parquet(parquet_path).where("id > 3").select("s", "id")
-    assert target(df, "id") == {"table_ref": Path(parquet_path).as_uri().replace("file:///", "file:/"), "columns": ["id"]}
+    table_ref = Path(parquet_path).as_uri().replace("file:///", "file:/")
+    assert target(df, "id") == {"table_ref": table_ref, "columns": ["id"]}
 
 
 def test_a_renamed_column_is_indexed_under_its_name_in_the_files(spark: SparkSession, parquet_path: str) -> None:

@@ -1,4 +1,4 @@
-"""Smoke test of the end-to-end benchmark (issue 5): its --quick mode must run, answer identically under
+"""Smoke test of the end-to-end benchmark (benchmarks/e2e.py): its --quick mode must run, answer identically under
 plain Parquet, native bloom filters and sparkbloom, and read fewer files with the index for a point
 lookup. Never asserts on time."""
 import glob
@@ -27,7 +27,9 @@ def quick_result(tmp_path_factory):
         [sys.executable, SCRIPT, "--quick", "--out", str(out), "--img-dir", str(tmp / "img"),
          "--data-dir", str(tmp / "data"), "--jars-dir", BUNDLE],
         cwd=ROOT, capture_output=True, text=True, timeout=1200)
-    assert proc.returncode == 0, f"e2e.py --quick failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    assert proc.returncode == 0, (
+        f"e2e.py --quick failed ({proc.returncode}):\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    )
     with open(out) as f:
         return json.load(f), tmp
 

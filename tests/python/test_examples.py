@@ -8,7 +8,6 @@ import re
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, List
 
 import pytest
 from pyspark.sql import SparkSession
@@ -20,7 +19,7 @@ from conftest import ROOT, run_python
 EXAMPLES = ROOT / "examples"
 
 
-def sql_statements(text: str) -> List[str]:
+def sql_statements(text: str) -> list[str]:
     """The statements of a .sql file: comments dropped, split at the semicolons that end lines."""
     body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("--"))
     return [s.strip() for s in re.split(r";\s*(?:\n|$)", body) if s.strip()]
@@ -83,14 +82,14 @@ def test_the_scala_example_runs_in_spark_shell(tmp_path: Path) -> None:
     assert re.search(r"read \d+ of 20 files", out), out[-4000:]
 
 
-def versions() -> Dict[str, List[str]]:
+def versions() -> dict[str, list[str]]:
     """project/versions.properties: each key with its whitespace-separated fields."""
     return {k.strip(): v.split() for k, v in (
         line.split("=", 1) for line in (ROOT / "project" / "versions.properties").read_text().splitlines()
         if "=" in line and not line.lstrip().startswith("#"))}
 
 
-def lakehouse_jars() -> List[Path]:
+def lakehouse_jars() -> list[Path]:
     """The running line's Delta Lake and Iceberg runtime jars, as ``sbt lakehouseJars`` (run by dev/test and
     dev/demo) copied them from the build's Maven cache to target/lakehouse/spark-<line>; nothing is fetched here."""
     props = versions()
@@ -131,7 +130,7 @@ def test_the_lakehouse_benchmark_runs_and_checks_its_answers(tmp_path: Path) -> 
     assert report["files"] == 20 and report["rows"] == 2000, report
     by = {(r["source"], r["keys"]): r for r in report["results"]}
     assert set(by) == {(s, k) for s in ("delta", "iceberg", "v2-parquet") for k in ("present", "absent")}, by
-    for (source, keys), r in by.items():
+    for (_source, keys), r in by.items():
         assert r["rows_differ_from_index_off"] == 0 and r["metric_equals_record"], r
         assert r["rows_found"] == (3 if keys == "present" else 0), r
         # every file's min/max spans the keys: only the index can leave files out; a present key is in one file

@@ -1,4 +1,4 @@
-"""Differential fuzz over Parquet files written by pyarrow, DuckDB and DataFusion (issue 13), in Spark.
+"""Differential fuzz over Parquet files written by pyarrow, DuckDB and DataFusion, in Spark.
 
 The same random table (``foreign_writers.random_table``) is written by each writer, with the writer's own
 bloom filters where it can write them. Random conditions (``=``, ``IN`` short and long, ``<=>``, ``IS
@@ -31,8 +31,9 @@ import math
 import os
 import random
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Dict, Iterator, List, Tuple
+from typing import Any
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
@@ -47,7 +48,7 @@ QUERIES = int(os.environ.get("SPARKBLOOM_FUZZ_QUERIES", "25"))
 DECISION_QUERIES = int(os.environ.get("SPARKBLOOM_DECISION_QUERIES", "20000"))
 ALL_COLUMNS = ", ".join(fw.NAMES)
 
-SETTINGS: Dict[str, Dict[str, str]] = {
+SETTINGS: dict[str, dict[str, str]] = {
     "exact": {"spark.sparkbloom.enabled": "false", "spark.sql.parquet.filterPushdown": "false"},
     "truth": {"spark.sparkbloom.enabled": "false", "parquet.filter.bloom.enabled": "false"},
     "spark": {"spark.sparkbloom.enabled": "false"},
@@ -76,7 +77,7 @@ def settings(spark: SparkSession) -> Iterator[Any]:
 
 
 @pytest.fixture(scope="module")
-def tables(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Any]:
+def tables(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     base = tmp_path_factory.mktemp("foreign")
     data = fw.random_table(SEED)
     dirs = {w: str(base / w) for w in fw.WRITERS}
@@ -88,7 +89,9 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> Dict[str, Any]:
 # ------------------------------------------------------------------------------------------ the writers
 
 
-def test_each_writer_wrote_several_files_of_several_row_groups_and_its_own_bloom_filters(tables: Dict[str, Any]) -> None:
+def test_each_writer_wrote_several_files_of_several_row_groups_and_its_own_bloom_filters(
+    tables: dict[str, Any],
+) -> None:
     versions = fw.versions()
     for w, d in tables["dirs"].items():
         files = sorted(glob.glob(f"{d}/*.parquet"))
@@ -106,10 +109,11 @@ def test_each_writer_wrote_several_files_of_several_row_groups_and_its_own_bloom
             # Every chunk is filtered, and the writer stored each filter's length (bloom_filter_length).
             assert len(with_filter) == len(chunks) == 3 * 4 * 7, w
             assert all(c["length"] and c["length"] > 32 for c in with_filter), w
-            assert all(c.startswith({"duckdb": "DuckDB version", "datafusion": "datafusion version"}[w]) for c in created_by)
+            writer_name = {"duckdb": "DuckDB version", "datafusion": "datafusion version"}[w]
+            assert all(c.startswith(writer_name) for c in created_by)
 
 
-def test_duckdb_itself_finds_present_values_in_the_foreign_filters(tables: Dict[str, Any]) -> None:
+def test_duckdb_itself_finds_present_values_in_the_foreign_filters(tables: dict[str, Any]) -> None:
     """The writers' filters are valid as far as another reader is concerned (DuckDB's parquet_bloom_probe): a
     value of row group r of a file is never excluded from r; an absent key is excluded from most row groups."""
     import duckdb
@@ -121,8 +125,9 @@ def test_duckdb_itself_finds_present_values_in_the_foreign_filters(tables: Dict[
     absent = fw.key_value("i64", 10**6)
     for w in ("duckdb", "datafusion"):
         f = f"{tables['dirs'][w]}/part-000.parquet"
-        hit = dict(con.execute("SELECT row_group_id, bloom_filter_excludes FROM parquet_bloom_probe(?, 'i64', ?)", [f, present]).fetchall())
-        miss = dict(con.execute("SELECT row_group_id, bloom_filter_excludes FROM parquet_bloom_probe(?, 'i64', ?)", [f, absent]).fetchall())
+        probe = "SELECT row_group_id, bloom_filter_excludes FROM parquet_bloom_probe(?, 'i64', ?)"
+        hit = dict(con.execute(probe, [f, present]).fetchall())
+        miss = dict(con.execute(probe, [f, absent]).fetchall())
         assert hit[2] is False, (w, hit)
         assert sum(1 for x in miss.values() if x) >= 3, (w, miss)
 
@@ -153,10 +158,10 @@ def _literal(col: str, v: Any) -> str:
 class Conditions:
     """Random conditions over the table's columns, with values present in the table, absent and special."""
 
-    def __init__(self, data: List[Any]):
-        self.present: Dict[str, List[Any]] = {}
+    def __init__(self, data: list[Any]):
+        self.present: dict[str, list[Any]] = {}
         for c in fw.NAMES:
-            seen: Dict[Any, Any] = {}
+            seen: dict[Any, Any] = {}
             for t in data:
                 for v in t.column(c).to_pylist():
                     if v is not None:
@@ -183,11 +188,15 @@ class Conditions:
         if col == "f":
             return near + 0.0625 if near is not None and not math.isnan(near) else rng.randrange(-4000, 4000) * 0.5
         if col == "s":
-            return (near + rng.choice(["x", " "])) if near is not None else "".join(rng.choice("abcxyz019") for _ in range(rng.randrange(9)))
+            if near is not None:
+                return near + rng.choice(["x", " "])
+            return "".join(rng.choice("abcxyz019") for _ in range(rng.randrange(9)))
         if col == "dt":
             return (near or fw.EPOCH) + datetime.timedelta(days=1 + rng.randrange(2))
         if col == "dec":
-            return (near + decimal.Decimal("0.01")) if near is not None else decimal.Decimal(rng.randrange(-10**9, 10**9)).scaleb(-2)
+            if near is not None:
+                return near + decimal.Decimal("0.01")
+            return decimal.Decimal(rng.randrange(-(10**9), 10**9)).scaleb(-2)
         raise KeyError(col)
 
     def special(self, rng: random.Random, col: str) -> Any:
@@ -226,19 +235,20 @@ class Conditions:
 # ------------------------------------------------------------------------------------------ running them
 
 
-def _rows(df: DataFrame) -> List[str]:
+def _rows(df: DataFrame) -> list[str]:
     return sorted("|".join(str(x) for x in r) for r in df.collect())
 
 
-def _bloom_node_metrics(df: DataFrame) -> Dict[str, int]:
+def _bloom_node_metrics(df: DataFrame) -> dict[str, int]:
     """The native-filter metrics of the BloomIndexSkipping nodes of df's executed plan (summed). Run df first."""
-    out: Dict[str, int] = {}
+    out: dict[str, int] = {}
     stack = [df._jdf.queryExecution().executedPlan()]
     while stack:
         p = stack.pop()
         if p.nodeName() == "BloomIndexSkipping":
             metrics = p.metrics()
-            for k in ("nativeRowGroupsChecked", "nativeRowGroupsSkipped", "nativeFiltersInvalid", "nativeFilesUnreadable"):
+            for k in ("nativeRowGroupsChecked", "nativeRowGroupsSkipped", "nativeFiltersInvalid",
+                      "nativeFilesUnreadable"):
                 m = metrics.get(k)
                 if m.isDefined():
                     out[k] = out.get(k, 0) + int(m.get().value())
@@ -255,13 +265,13 @@ def _query(spark: SparkSession, path: str, cond: str) -> DataFrame:
 
 @pytest.mark.parametrize("writer", fw.WRITERS)
 def test_random_conditions_return_the_same_rows_with_native_filters_and_with_an_index(
-        spark: SparkSession, settings: Any, tables: Dict[str, Any], writer: str, record_property: Any) -> None:
+        spark: SparkSession, settings: Any, tables: dict[str, Any], writer: str, record_property: Any) -> None:
     path = tables["dirs"][writer]
     gen = Conditions(tables["data"])
     rng = random.Random(f"{SEED}-{writer}")
     conds = [gen.condition(rng) for _ in range(QUERIES)]
-    results: Dict[str, List[List[str]]] = {}
-    native: List[Dict[str, int]] = []
+    results: dict[str, list[list[str]]] = {}
+    native: list[dict[str, int]] = []
     for name in ("exact", "truth", "spark", "native"):
         settings(name)
         results[name] = []
@@ -290,7 +300,7 @@ def test_random_conditions_return_the_same_rows_with_native_filters_and_with_an_
     finally:
         spark.sql(f"DROP BLOOM INDEX fuzz ON parquet.`{path}`")
 
-    def differing(a: str, b: str) -> List[int]:
+    def differing(a: str, b: str) -> list[int]:
         return [i for i in range(len(conds)) if results[a][i] != results[b][i]]
 
     def show(a: str, b: str, i: int) -> str:
@@ -317,7 +327,9 @@ def test_random_conditions_return_the_same_rows_with_native_filters_and_with_an_
 
     wrong = [show("native", "exact", i) for i in differing("native", "exact")] + \
             [show("index", "exact", i) for i in differing("index", "exact")]
-    assert not wrong, f"seed {SEED}: {len(wrong)} answers differ from Spark evaluating every row:\n" + "\n".join(wrong[:5])
+    assert not wrong, (
+        f"seed {SEED}: {len(wrong)} answers differ from Spark evaluating every row:\n" + "\n".join(wrong[:5])
+    )
     assert report["native_filters_invalid"] == 0
     assert report["rows_returned"] > 0 and index_skipped > 0, report
     if writer == "pyarrow" or not stored_length_readable():
@@ -329,7 +341,7 @@ def test_random_conditions_return_the_same_rows_with_native_filters_and_with_an_
 
 @pytest.mark.parametrize("writer", ["duckdb", "datafusion"])
 def test_an_absent_key_is_pruned_by_the_foreign_files_own_filters(spark: SparkSession, settings: Any,
-                                                                  tables: Dict[str, Any], writer: str) -> None:
+                                                                  tables: dict[str, Any], writer: str) -> None:
     settings("native")
     checked = skipped = 0
     for k in (10**6, 10**6 + 1, 10**6 + 2):
@@ -395,7 +407,7 @@ def test_negative_zeros_in_a_dictionary_encoded_spark_file_are_found_by_a_lookup
 
 @pytest.mark.parametrize("writer", ["pyarrow", "datafusion"])
 def test_float_lookups_of_nan_and_zeros_return_every_matching_row_with_sparkbloom_on(
-        spark: SparkSession, settings: Any, tables: Dict[str, Any], writer: str) -> None:
+        spark: SparkSession, settings: Any, tables: dict[str, Any], writer: str) -> None:
     path = tables["dirs"][writer]
     conds = ["d = CAST('NaN' AS DOUBLE)", "f = CAST('NaN' AS FLOAT)", "d = 0.0D", "d = CAST('-0.0' AS DOUBLE)",
              "f = CAST('0.0' AS FLOAT)", "f = CAST('-0.0' AS FLOAT)"]
@@ -416,7 +428,7 @@ def test_float_lookups_of_nan_and_zeros_return_every_matching_row_with_sparkbloo
                    "pyarrow and arrow-rs leave NaN out of min/max and parquet-java's statistics and page-index "
                    "filters, which sparkbloom turns off only for conditions holding a NaN literal, drop them")
 def test_range_conditions_keep_the_nan_rows_with_sparkbloom_on(spark: SparkSession, settings: Any,
-                                                              tables: Dict[str, Any], writer: str) -> None:
+                                                              tables: dict[str, Any], writer: str) -> None:
     path = tables["dirs"][writer]
     conds = ["d > 1000000.0D", "f > CAST('100000' AS FLOAT)", "NOT (d <= 1000000.0D)"]
     settings("exact")
@@ -427,7 +439,7 @@ def test_range_conditions_keep_the_nan_rows_with_sparkbloom_on(spark: SparkSessi
 
 
 def test_float_lookups_of_nan_and_zeros_return_every_matching_row_on_duckdb_files(
-        spark: SparkSession, settings: Any, tables: Dict[str, Any]) -> None:
+        spark: SparkSession, settings: Any, tables: dict[str, Any]) -> None:
     """DuckDB's files keep NaN out of nothing Spark filters on: with sparkbloom on the answers are exact, while
     Spark alone trusts the filters' hash of one zero and loses the other's rows."""
     path = tables["dirs"]["duckdb"]
@@ -445,7 +457,7 @@ def test_float_lookups_of_nan_and_zeros_return_every_matching_row_on_duckdb_file
 
 
 def test_decision_level_fuzz_keeps_every_row_group_that_holds_a_match(spark: SparkSession, settings: Any,
-                                                                      tables: Dict[str, Any], tmp_path: Path) -> None:
+                                                                      tables: dict[str, Any], tmp_path: Path) -> None:
     """DecisionFuzz (sparkbloom.tools, in the harness jar): NativeFilters.decide and the index probe against the rows
     themselves."""
     if not harness_jar().is_file():
@@ -457,7 +469,8 @@ def test_decision_level_fuzz_keeps_every_row_group_that_holds_a_match(spark: Spa
         shutil.copytree(d, dirs[w])
         spark.sql(f"CREATE BLOOM INDEX fz ON parquet.`{dirs[w]}` ({ALL_COLUMNS})")
     jvm = spark.sparkContext._jvm
-    out = json.loads(jvm.sparkbloom.tools.DecisionFuzz.run(spark._jsparkSession, list(dirs.values()), DECISION_QUERIES, SEED))
+    fuzz = jvm.sparkbloom.tools.DecisionFuzz
+    out = json.loads(fuzz.run(spark._jsparkSession, list(dirs.values()), DECISION_QUERIES, SEED))
     print("\n" + json.dumps({k: v for k, v in out.items() if k != "tables"}, indent=1))
     assert out["mismatches"] == 0, "\n".join(out["reproducers"])
     t = out["total"]
@@ -469,6 +482,6 @@ def test_decision_level_fuzz_keeps_every_row_group_that_holds_a_match(spark: Spa
         assert x["chunks_with_native_filters"] == 84
         if stored_length_readable():  # Spark 3.5 does not use other writers' filters
             assert x["native_pruned_of_prunable"] > 0.5, x
-    for w, x in by_writer.items():
+    for x in by_writer.values():
         assert x["index_pruned_of_prunable"] > 0.5, x
         assert x["must_keep"] > 0 and x["prunable"] > 0, x

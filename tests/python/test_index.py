@@ -13,7 +13,6 @@ from pyspark.sql import SparkSession
 import sparkbloom
 
 
-
 @pytest.fixture
 def table(spark: SparkSession, tmp_path: Path) -> str:
     path = str(tmp_path / "t")
@@ -32,7 +31,9 @@ def test_bloomFilterIndex_creates_an_index_that_describe_reports(spark: SparkSes
     assert d["table_ref"] == index.table
 
 
-def test_by_default_the_index_is_sized_by_a_false_read_budget_for_the_whole_table(spark: SparkSession, table: str) -> None:
+def test_by_default_the_index_is_sized_by_a_false_read_budget_for_the_whole_table(
+    spark: SparkSession, table: str
+) -> None:
     d = spark.read.parquet(table).bloomFilterIndex("id", "s").describe()
     assert d["fpp"] is None and d["false_reads_per_key"] == 0.1 and d["max_bits_per_value"] == 32.0
     by_column = {c["column"]: c for c in d["column_stats"]}
@@ -72,7 +73,9 @@ def test_indexes_lists_the_indexes_of_a_table_however_its_path_is_written(spark:
     assert found.columns == ("s",)
 
 
-def test_new_files_are_covered_after_a_refresh_or_when_the_index_is_asked_for_again(spark: SparkSession, table: str) -> None:
+def test_new_files_are_covered_after_a_refresh_or_when_the_index_is_asked_for_again(
+    spark: SparkSession, table: str
+) -> None:
     index = spark.read.parquet(table).bloomFilterIndex("id")
     spark.range(5000, 5100, 1, 1).selectExpr("id", "concat('s-', id) AS s").write.mode("append").parquet(table)
     assert index.describe()["files_not_covered"] == 1

@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -27,16 +27,16 @@ ABSENT = ["NOT_EXISTS", "Hello_Not_Exists", "b", "c", "d", "hello", "doing", ""]
 pytestmark = pytest.mark.skipif(not FIXTURES.is_dir(), reason=f"fixtures not found at {FIXTURES}")
 
 
-def only_file(report: Dict[str, Any]) -> Dict[str, Any]:
+def only_file(report: dict[str, Any]) -> dict[str, Any]:
     assert len(report["files"]) == 1
     return report["files"][0]
 
 
-def chunks(file: Dict[str, Any]) -> List[Dict[str, Any]]:
+def chunks(file: dict[str, Any]) -> list[dict[str, Any]]:
     return [c for g in file["row_groups"] for c in g["columns"]]
 
 
-def answers(file: Dict[str, Any]) -> Dict[str, str]:
+def answers(file: dict[str, Any]) -> dict[str, str]:
     return {p["value"]: p["result"] for g in file["row_groups"] for p in g["probes"]}
 
 

@@ -14,16 +14,16 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Dict, Tuple
 
 import pyspark
 import pytest
 
 import sparkbloom
+
 from conftest import ROOT, run_python
 
 
-def sh(*args: str, env: Dict[str, str] | None = None, cwd: Path | None = None) -> str:
+def sh(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> str:
     proc = subprocess.run(list(args), capture_output=True, text=True, env=env, cwd=cwd, timeout=900)
     assert proc.returncode == 0, f"{args} exited with {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
     return proc.stdout
@@ -42,7 +42,7 @@ def pyspark_only(farm: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Tuple[str, Dict[str, str]]:
+def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, str]]:
     tmp = tmp_path_factory.mktemp("package")
     jars = Path(sparkbloom.jar_paths()[0]).parent / "sparkbloom.jar"
     if not jars.is_file():
@@ -50,7 +50,8 @@ def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Tuple[str, Dict[str,
 
     # Build the wheel from a copy of python/, so that the test leaves no build output in the checkout.
     source = tmp / "python"
-    shutil.copytree(ROOT / "python", source, ignore=shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__"))
+    ignore = shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__")
+    shutil.copytree(ROOT / "python", source, ignore=ignore)
     dist = tmp / "dist"
     sh(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dist), str(source))
     [wheel] = dist.glob("sparkbloom-0.1.0-*.whl")
@@ -71,21 +72,26 @@ def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Tuple[str, Dict[str,
 
 
 def test_the_wheel_installs_into_a_fresh_venv_with_no_network_and_carries_its_jars(
-    fresh_venv: Tuple[str, Dict[str, str]], tmp_path: Path
+    fresh_venv: tuple[str, dict[str, str]], tmp_path: Path
 ) -> None:
     python, env = fresh_venv
-    out = sh(python, "-c", "import sparkbloom, pyspark; print(sparkbloom.__file__); print('\\n'.join(sparkbloom.jar_paths()));"
-             "print(pyspark.__version__)", env=env, cwd=tmp_path)
+    script = (
+        "import sparkbloom, pyspark; print(sparkbloom.__file__); print('\\n'.join(sparkbloom.jar_paths()));"
+        "print(pyspark.__version__)"
+    )
+    out = sh(python, "-c", script, env=env, cwd=tmp_path)
     lines = out.split()
     venv = str(Path(python).parent.parent)
     assert lines[0].startswith(venv)  # this environment's copy, not the checkout's or the dev venv's
     line = sparkbloom.session.line_for(*sparkbloom.session.spark_version())
-    assert any(l.endswith(f"/spark-{line}/sparkbloom.jar") and l.startswith(venv) for l in lines[1:-1])
+    assert any(j.endswith(f"/spark-{line}/sparkbloom.jar") and j.startswith(venv) for j in lines[1:-1])
     assert lines[-1] == pyspark.__version__  # the dev environment's pyspark, linked in and left as it was
     assert (Path(lines[0]).parent / "py.typed").is_file()
 
 
-def test_a_session_from_the_fresh_venv_loads_the_extension(fresh_venv: Tuple[str, Dict[str, str]], tmp_path: Path) -> None:
+def test_a_session_from_the_fresh_venv_loads_the_extension(
+    fresh_venv: tuple[str, dict[str, str]], tmp_path: Path
+) -> None:
     python, env = fresh_venv
     script = (
         "from pyspark.sql import SparkSession\n"
@@ -100,7 +106,7 @@ def test_a_session_from_the_fresh_venv_loads_the_extension(fresh_venv: Tuple[str
     assert out.split()[-2:] == ["sparkbloom.SparkBloomExtensions", "JavaClass"]
 
 
-def test_the_quickstart_runs_from_the_fresh_venv(fresh_venv: Tuple[str, Dict[str, str]], tmp_path: Path) -> None:
+def test_the_quickstart_runs_from_the_fresh_venv(fresh_venv: tuple[str, dict[str, str]], tmp_path: Path) -> None:
     python, env = fresh_venv
     out = run_python(python, [str(ROOT / "examples" / "quickstart.py")], cwd=tmp_path, env=env)
     assert "user_id = 4242 -> [{'user_id': 4242" in out

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 import sparkbloom
@@ -36,7 +35,8 @@ def test_each_supported_spark_gets_its_lines_jar(version: str, scala: str, line:
 
 @pytest.mark.parametrize("version", ["3.4.4", "3.3.0", "4.4.0", "5.0.0", "2.4.8", "dev"])
 def test_an_unsupported_spark_is_refused_naming_the_supported_lines(version: str) -> None:
-    with pytest.raises(sparkbloom.SparkBloomError, match=r"supports Spark 3\.5, 4\.0, 4\.1, 4\.2, 4\.3; this Spark is " + version):
+    refusal = r"supports Spark 3\.5, 4\.0, 4\.1, 4\.2, 4\.3; this Spark is " + version
+    with pytest.raises(sparkbloom.SparkBloomError, match=refusal):
         sparkbloom.session.line_for(version, "2.13")
 
 
@@ -53,7 +53,7 @@ def test_a_package_without_the_lines_jar_says_which_it_carries(monkeypatch: pyte
 
 def test_the_jvm_flags_come_from_the_projects_single_flags_file() -> None:
     root_flags = Path(__file__).resolve().parents[2] / "project" / "jvm-flags.txt"
-    expected = [l.strip() for l in root_flags.read_text().splitlines() if l.strip() and not l.startswith("#")]
+    expected = [f.strip() for f in root_flags.read_text().splitlines() if f.strip() and not f.startswith("#")]
     assert sparkbloom.java_options() == expected
     assert "--add-modules=jdk.incubator.vector" in sparkbloom.java_options()
 
@@ -110,8 +110,19 @@ def test_configure_keeps_a_users_flag_that_is_already_there_once() -> None:
 
 
 def test_configure_warns_when_the_jvm_is_already_running(spark: SparkSession) -> None:
-    with pytest.warns(UserWarning, match="already running"):
+    with pytest.warns(UserWarning, match="already running") as warned:
         sparkbloom.configure(SparkSession.builder)
+    assert [w.filename for w in warned] == [__file__]  # the warning names the caller's line
+
+
+def test_local_session_runs_here_without_ui_with_two_shuffle_partitions(spark: SparkSession) -> None:
+    # the session fixture is sparkbloom.session.local_session's, with a warehouse and two more settings
+    assert spark.sparkContext.master == "local[2]" and spark.sparkContext.appName == "sparkbloom tests"
+    assert spark.conf.get("spark.ui.enabled") == "false"
+    assert spark.conf.get("spark.sql.shuffle.partitions") == "2"
+    assert spark.conf.get("spark.ui.showConsoleProgress") == "false"
+    assert "warehouse" in spark.conf.get("spark.sql.warehouse.dir")
+    assert spark.conf.get("spark.sql.extensions").split(",")[-1] == "sparkbloom.SparkBloomExtensions"
 
 
 def test_spark_conf_lists_what_spark_submit_needs() -> None:

@@ -9,14 +9,13 @@ either always passes or (if this data happens to hit a false positive) always fa
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, List
 
 import pytest
 from pyspark.sql import DataFrame, Row, SparkSession
 
 import sparkbloom
-
 
 ROWS, FILES, STEP = 8000, 8, 7919  # key = (i * STEP) % ROWS permutes 0..7999; row i lands in file i // 1000
 
@@ -35,7 +34,7 @@ def table(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Iter
     yield df
 
 
-def run(spark: SparkSession, df: DataFrame, condition: str, enabled: bool) -> tuple[List[Row], DataFrame]:
+def run(spark: SparkSession, df: DataFrame, condition: str, enabled: bool) -> tuple[list[Row], DataFrame]:
     spark.conf.set("spark.sparkbloom.enabled", str(enabled).lower())
     query = df.where(condition)
     return sorted(query.collect()), query
@@ -105,7 +104,9 @@ def test_files_added_after_the_index_was_built_are_always_read(spark: SparkSessi
 
 
 @pytest.mark.usefixtures("bloom_enabled")
-def test_skipping_reports_index_bytes_and_probe_time_and_describe_sums_them(spark: SparkSession, table: DataFrame) -> None:
+def test_skipping_reports_index_bytes_and_probe_time_and_describe_sums_them(
+    spark: SparkSession, table: DataFrame
+) -> None:
     idx = table.bloomFilterIndex("key", name="usage_ix", fpp=0.001)
     before = idx.describe()["usage"]
     condition = f"key = {key_of(777)}"
@@ -116,8 +117,9 @@ def test_skipping_reports_index_bytes_and_probe_time_and_describe_sums_them(spar
     assert found and all(s.probe_time_ms >= 0 and not s.distributed_probe for s in found)
     after = idx.describe()["usage"]
     assert after["lookups"] - before["lookups"] == len(found)
-    assert after["files_skipped"] - before["files_skipped"] == sum(s.files_skipped for s in found if "usage_ix" in s.index)
-    assert after["index_bytes_read"] - before["index_bytes_read"] == sum(s.index_bytes_read for s in found if "usage_ix" in s.index)
+    by_usage_ix = [s for s in found if "usage_ix" in s.index]
+    assert after["files_skipped"] - before["files_skipped"] == sum(s.files_skipped for s in by_usage_ix)
+    assert after["index_bytes_read"] - before["index_bytes_read"] == sum(s.index_bytes_read for s in by_usage_ix)
 
 
 def test_scan_skipping_equality_is_the_decision_not_its_cost() -> None:
@@ -137,7 +139,7 @@ def test_without_an_index_the_files_own_bloom_filters_skip_row_groups_at_read_ti
      .option("parquet.block.size", "4096").parquet(path))
     df = spark.read.parquet(path)
 
-    def rows(condition: str) -> List[Row]:
+    def rows(condition: str) -> list[Row]:
         return sorted(df.where(condition).collect())
 
     spark.conf.set("spark.sparkbloom.enabled", "false")
@@ -179,7 +181,9 @@ def test_a_v2_parquet_read_is_indexed_and_pruned_like_a_v1_read(spark: SparkSess
 
 
 @pytest.mark.usefixtures("bloom_enabled")
-def test_nan_lookups_find_their_rows_in_files_whose_statistics_leave_nan_out(spark: SparkSession, tmp_path: Path) -> None:
+def test_nan_lookups_find_their_rows_in_files_whose_statistics_leave_nan_out(
+    spark: SparkSession, tmp_path: Path
+) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
     path = tmp_path / "nan"
@@ -190,7 +194,7 @@ def test_nan_lookups_find_their_rows_in_files_whose_statistics_leave_nan_out(spa
     assert meta.has_min_max and meta.max == 2.0
     df = spark.read.parquet(str(path))
 
-    def ids(condition: str) -> List[int]:
+    def ids(condition: str) -> list[int]:
         return sorted(r.i for r in df.where(condition).collect())
 
     spark.conf.set("spark.sparkbloom.enabled", "false")

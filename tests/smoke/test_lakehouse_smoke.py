@@ -11,7 +11,8 @@ query run with sparkbloom off.
 from __future__ import annotations
 
 import os
-from typing import Callable, Iterator
+from collections.abc import Iterator
+from typing import Callable
 
 import pytest
 from pyspark.sql import DataFrame, SparkSession
@@ -31,23 +32,21 @@ KEYS = FILES * 100
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     warehouse = tmp_path_factory.mktemp("lake")
-    builder = (SparkSession.builder.master("local[2]").appName("sparkbloom-lakehouse-smoke")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.warehouse.dir", str(warehouse / "spark"))
-               .config("spark.jars", JARS))
+    conf = {"spark.jars": JARS}
     # sparkbloom's extension listed first on purpose: configure() must put it after the formats' own.
     extensions = ["sparkbloom.SparkBloomExtensions"]
     if HAS_DELTA:
         extensions.append("io.delta.sql.DeltaSparkSessionExtension")
-        builder = (builder.config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-                   .config("spark.databricks.delta.snapshotPartitions", "2"))
+        conf["spark.sql.catalog.spark_catalog"] = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+        conf["spark.databricks.delta.snapshotPartitions"] = "2"
     if HAS_ICEBERG:
         extensions.append("org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
-        builder = (builder.config("spark.sql.catalog.ice", "org.apache.iceberg.spark.SparkCatalog")
-                   .config("spark.sql.catalog.ice.type", "hadoop")
-                   .config("spark.sql.catalog.ice.warehouse", str(warehouse / "ice")))
-    session = sparkbloom.configure(builder.config("spark.sql.extensions", ",".join(extensions))).getOrCreate()
+        conf["spark.sql.catalog.ice"] = "org.apache.iceberg.spark.SparkCatalog"
+        conf["spark.sql.catalog.ice.type"] = "hadoop"
+        conf["spark.sql.catalog.ice.warehouse"] = str(warehouse / "ice")
+    conf["spark.sql.extensions"] = ",".join(extensions)
+    session = sparkbloom.session.local_session(
+        "sparkbloom-lakehouse-smoke", warehouse_dir=warehouse / "spark", conf=conf)
     yield session
     session.stop()
 
@@ -60,7 +59,8 @@ def keys(spark: SparkSession) -> DataFrame:
 
 def appended(spark: SparkSession) -> DataFrame:
     """Two more files, keys `n-<id>`, the key column already renamed to user_key."""
-    return spark.range(KEYS, KEYS + 200, 1, 2).selectExpr("id", "concat('n-', cast(id as string)) AS user_key", "id % 7 AS v")
+    return spark.range(KEYS, KEYS + 200, 1, 2).selectExpr(
+        "id", "concat('n-', cast(id as string)) AS user_key", "id % 7 AS v")
 
 
 def compare(spark: SparkSession, query: Callable[[], DataFrame]):

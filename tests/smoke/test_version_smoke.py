@@ -3,9 +3,10 @@
 dev/matrix runs this file once per supported Spark line, each in a fresh virtual environment holding
 only that line's newest pyspark (project/versions.properties), pytest, and the one sparkbloom wheel,
 installed *with* its dependencies. Each run checks that installing sparkbloom left pyspark as it was,
-then wires a session with ``sparkbloom.configure``, creates indexes (SQL and Python), prunes lookups
-to the rows Spark returns with sparkbloom off, runs parameterized SQL (named and positional,
-through Spark's parser and ours), time-travel syntax, and the ``spark-sql`` shell.
+then wires a session with ``sparkbloom.session.local_session`` (``sparkbloom.configure`` on a local
+builder), creates indexes (SQL and Python), prunes lookups to the rows Spark returns with sparkbloom off,
+runs parameterized SQL (named and positional, through Spark's parser and ours), time-travel syntax, and
+the ``spark-sql`` shell.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from pyspark.sql import SparkSession
@@ -37,12 +38,7 @@ def _fixtures() -> Path:
 
 @pytest.fixture(scope="module")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
-    warehouse = tmp_path_factory.mktemp("warehouse")
-    builder = (SparkSession.builder.master("local[2]").appName("sparkbloom-smoke")
-               .config("spark.ui.enabled", "false")
-               .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.warehouse.dir", str(warehouse)))
-    session = sparkbloom.configure(builder).getOrCreate()
+    session = sparkbloom.session.local_session("sparkbloom-smoke", warehouse_dir=tmp_path_factory.mktemp("warehouse"))
     yield session
     session.stop()
 

@@ -23,7 +23,7 @@ from .errors import (
     SparkBloomError,
 )
 from .index import BloomIndex, _attach, bloom_filter_index, indexes
-from .inspect import format_report, inspect_parquet
+from .inspector import format_report, inspect_parquet
 from .session import configure, jar_paths, java_options, spark_conf
 from .skipping import ScanSkipping, scan_metrics, skipping
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import List, Optional
 
 
-def main(argv: Optional[List[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sparkbloom", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -44,11 +43,11 @@ def main(argv: Optional[List[str]] = None) -> int:
     return _inspect(args.path, args.probe, args.json, args.master)
 
 
-def _inspect(path: str, probes: List[str], as_json: bool, master: str) -> int:
+def _inspect(path: str, probes: list[str], as_json: bool, master: str) -> int:
     from pyspark.sql import SparkSession
 
     from .errors import SparkBloomError
-    from .inspect import format_report, inspect_parquet
+    from .inspector import format_report, inspect_parquet
     from .session import configure
 
     builder = (

@@ -5,7 +5,8 @@ Keeping the class names in one module means a rename on the Scala side is a one-
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from .errors import JarNotLoadedError, SparkBloomError
 
@@ -37,7 +38,7 @@ def python_api(spark: SparkSession) -> Any:
     jvm = spark.sparkContext._jvm
     if jvm is None:  # pragma: no cover - a stopped context
         raise SparkBloomError("the SparkSession has been stopped")
-    from py4j.java_gateway import JavaClass  # type: ignore[import-untyped]
+    from py4j.java_gateway import JavaClass
 
     api = getattr(jvm, PYTHON_API)
     if not isinstance(api, JavaClass):

@@ -13,14 +13,15 @@ JVM's message and without the py4j traceback::
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, Iterator, Optional
+from typing import Any
 
 
 class SparkBloomError(Exception):
     """Base class of every sparkbloom error. `java_class` names the JVM exception, when there was one."""
 
-    def __init__(self, message: str, java_class: Optional[str] = None, condition: Optional[str] = None):
+    def __init__(self, message: str, java_class: str | None = None, condition: str | None = None):
         super().__init__(message)
         self.message = message
         self.java_class = java_class
@@ -56,7 +57,7 @@ class JarNotLoadedError(SparkBloomError):
 @contextmanager
 def translate() -> Iterator[None]:
     """Runs a JVM call, re-raising JVM exceptions as the Python exceptions above."""
-    from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
+    from py4j.protocol import Py4JJavaError
     from pyspark.errors.exceptions.captured import CapturedException
 
     try:
@@ -71,7 +72,7 @@ def translate() -> Iterator[None]:
 
 
 def _from_java(exc: Any) -> SparkBloomError:
-    from py4j.java_gateway import is_instance_of  # type: ignore[import-untyped]
+    from py4j.java_gateway import is_instance_of
     from pyspark import SparkContext
 
     from . import _jvm
@@ -97,11 +98,12 @@ def _from_java(exc: Any) -> SparkBloomError:
     return SparkBloomError(f"{java_class}: {message}", java_class)
 
 
-def _condition(exc: Any) -> Optional[str]:
+def _condition(exc: Any) -> str | None:
     """Spark's error class of a SparkThrowable: ``getCondition()`` from Spark 4.0, ``getErrorClass()`` in 3.5."""
-    from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+    from py4j.protocol import Py4JError
 
     try:
-        return exc.getCondition()
+        condition = exc.getCondition()
     except Py4JError:
-        return exc.getErrorClass()
+        condition = exc.getErrorClass()
+    return None if condition is None else str(condition)

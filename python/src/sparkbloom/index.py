@@ -15,7 +15,8 @@ Everything here calls the same Scala facade as the SQL statements (``CREATE BLOO
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from . import _jvm
 from .errors import translate
@@ -43,7 +44,7 @@ class BloomIndex:
         return self._name
 
     @property
-    def columns(self) -> Tuple[str, ...]:
+    def columns(self) -> tuple[str, ...]:
         """The indexed columns, in index order."""
         return self._columns
 
@@ -52,7 +53,7 @@ class BloomIndex:
         """The table the index covers: a catalog table name or a path."""
         return self._table
 
-    def describe(self) -> Dict[str, Any]:
+    def describe(self) -> dict[str, Any]:
         """The facts ``DESCRIBE BLOOM INDEX`` shows, as a dict.
 
         >>> d = idx.describe()
@@ -98,7 +99,7 @@ class BloomIndex:
         return hash((self._table, self._name.lower()))
 
 
-def _handle(spark: SparkSession, description: Dict[str, Any]) -> BloomIndex:
+def _handle(spark: SparkSession, description: dict[str, Any]) -> BloomIndex:
     return BloomIndex(
         spark,
         description["table_ref"],
@@ -107,11 +108,11 @@ def _handle(spark: SparkSession, description: Dict[str, Any]) -> BloomIndex:
     )
 
 
-def indexes(spark: SparkSession, table_or_path: str) -> List[BloomIndex]:
+def indexes(spark: SparkSession, table_or_path: str) -> list[BloomIndex]:
     """The bloom indexes on a table (``SHOW BLOOM INDEXES ON ...``).
 
-    `table_or_path` is a path when it contains ``/`` or starts with ``file:``, ``hdfs:`` or ``s3:``
-    (or is written ``parquet.`/path```), else a catalog table name.
+    `table_or_path` is a path when it contains ``/`` or starts with ``file:``, ``hdfs:``, ``s3:``, ``s3a:`` or
+    ``s3n:`` (or is written ``parquet.`/path```), else a catalog table name.
 
     >>> [i.name for i in sparkbloom.indexes(spark, "/data/events")]
     ['bloom_user_id']
@@ -124,24 +125,31 @@ def indexes(spark: SparkSession, table_or_path: str) -> List[BloomIndex]:
 
 def bloom_filter_index(
     df: DataFrame,
-    *columns: Union[str, Sequence[str]],
-    name: Optional[str] = None,
-    fpp: Optional[float] = None,
-    ndv: Optional[int] = None,
-    false_reads_per_key: Optional[float] = None,
+    *columns: str | Sequence[str],
+    name: str | None = None,
+    fpp: float | None = None,
+    ndv: int | None = None,
+    false_reads_per_key: float | None = None,
 ) -> BloomIndex:
-    """Creates, or returns up to date, the bloom index `name` over the Parquet files `df` reads.
+    """Creates the bloom index `name` over the table `df` reads, or returns it brought up to date.
 
-    `df` must be a plain scan of Parquet files (``spark.read.parquet(path)`` or ``spark.table(t)``,
-    optionally with ``select``/``where`` on top); anything else raises :class:`BloomIndexError`.
-    `name` defaults to ``bloom_<columns>``.
+    `df` must read one table's Parquet files directly: ``spark.read.parquet(path)`` of one directory or file
+    (through Spark's V1 Parquet source or its V2 Parquet scan), ``spark.table(name)`` of a Parquet, Delta Lake
+    or Iceberg table, or ``spark.read.format("delta").load(path)``, optionally with ``select``, ``where`` or
+    ``filter`` on top; `columns` are the DataFrame's, traced back through renames to the files' own. The
+    index covers the whole table, not only the rows a ``where`` keeps. Anything else (a join, an aggregate,
+    in-memory data, another file format, several paths, a column the DataFrame computes) raises
+    :class:`BloomIndexError`. An index `name` that already exists on the same columns is refreshed
+    incrementally if the table has files it does not cover or no longer has files it covered; on other
+    columns it raises :class:`BloomIndexError`. `name` defaults to ``bloom_<columns>`` (the files' column
+    names joined by ``_``, lower case).
 
     Sizing: by default the filters share a budget of ``false_reads_per_key`` (0.1, or the session's
     ``spark.sparkbloom.falseReadsPerKey``): the expected number of row groups read in error per looked-up
-    value, summed over the whole table, so false reads do not grow with the table. An explicit `fpp` instead
-    fixes the false-positive probability of every row group (false reads then grow as row groups × fpp);
-    give one or the other. `ndv` caps the distinct values a row group's filter is sized for (measured when
-    not given).
+    value, summed over the whole table, so false reads do not grow with the table. An explicit `fpp` (or,
+    when neither is given, the session's ``spark.sparkbloom.fpp``) instead fixes the false-positive
+    probability of every row group (false reads then grow as row groups × fpp); give one or the other. `ndv`
+    caps the distinct values a row group's filter is sized for (measured when not given).
 
     Also available as the DataFrame method
     ``df.bloomFilterIndex(*columns, name=None, fpp=None, ndv=None, false_reads_per_key=None)``:
@@ -168,18 +176,22 @@ def bloom_filter_index(
     return _handle(spark, description)
 
 
-def _column_names(columns: Sequence[Union[str, Sequence[str]]]) -> List[str]:
+def _column_names(columns: Sequence[str | Sequence[str]]) -> list[str]:
     """Accepts ``("a", "b")`` or a single list ``(["a", "b"],)``."""
+    items: Sequence[object] = columns
     if len(columns) == 1 and isinstance(columns[0], (list, tuple)):
-        columns = tuple(columns[0])
-    for c in columns:
+        items = tuple(columns[0])
+    names: list[str] = []
+    for c in items:
         if not isinstance(c, str):
             raise TypeError(f"column names must be strings, got {type(c).__name__}: {c!r}")
-    return list(columns)  # type: ignore[arg-type]
+        names.append(c)
+    return names
 
 
 def _attach() -> None:
     """Adds ``bloomFilterIndex`` to PySpark's DataFrame (done once, when sparkbloom is imported)."""
     from pyspark.sql import DataFrame
 
+    # A method added to pyspark's class at run time, which its type hints cannot know about.
     DataFrame.bloomFilterIndex = bloom_filter_index  # type: ignore[attr-defined]

@@ -11,11 +11,13 @@ Nothing is downloaded: the jars travel inside this package.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Dict, List, Tuple
+from typing import TYPE_CHECKING
 
 from . import _jvm
 from .errors import SparkBloomError
@@ -31,7 +33,7 @@ _PACKAGE_DIR = Path(__file__).resolve().parent
 SUPPORTED_LINES = ((3, 5), (4, 0), (4, 1), (4, 2), (4, 3))
 
 
-def spark_version() -> Tuple[str, str]:
+def spark_version() -> tuple[str, str]:
     """The Spark version and Scala binary version the JVM of a new session will run.
 
     Read from the ``spark-core`` jar of the Spark home pyspark launches (``$SPARK_HOME``, or the jars
@@ -43,7 +45,7 @@ def spark_version() -> Tuple[str, str]:
     try:
         from pyspark.find_spark_home import _find_spark_home
 
-        jars = Path(_find_spark_home()) / "jars"
+        jars = Path(_find_spark_home()) / "jars"  # type: ignore[no-untyped-call]  # pyspark leaves it unannotated
         for jar in sorted(jars.glob("spark-core_*.jar")):
             m = re.fullmatch(r"spark-core_(2\.1[23])-(\d+\.\d+\.\d+)(?:[-.].*)?\.jar", jar.name)
             if m:
@@ -75,7 +77,7 @@ def line_for(version: str, scala: str) -> str:
     return line
 
 
-def jar_paths() -> List[str]:
+def jar_paths() -> list[str]:
     """The jars sparkbloom needs on the classpath of the running Spark: its own, built for that Spark
     line, and the ones Spark does not ship. Raises :class:`SparkBloomError` for an unsupported Spark.
 
@@ -97,7 +99,7 @@ def jar_paths() -> List[str]:
     return jars
 
 
-def java_options() -> List[str]:
+def java_options() -> list[str]:
     """The JVM flags sparkbloom needs (``--add-modules=jdk.incubator.vector`` and Spark's own opens)."""
     path = _PACKAGE_DIR / "jvm-flags.txt"
     if not path.is_file():
@@ -106,7 +108,7 @@ def java_options() -> List[str]:
     return [line for line in lines if line and not line.startswith("#")]
 
 
-def spark_conf(existing: Dict[str, str] | None = None) -> Dict[str, str]:
+def spark_conf(existing: dict[str, str] | None = None) -> dict[str, str]:
     """The Spark settings :func:`configure` applies, merged into `existing` settings.
 
     Lists are appended to (``spark.jars``, ``spark.sql.extensions``) and JVM flags added to the
@@ -142,13 +144,19 @@ def configure(builder: SparkSession.Builder) -> SparkSession.Builder:
     >>> spark.conf.get("spark.sql.extensions")
     'my.Ext,sparkbloom.SparkBloomExtensions'
     """
+    return _configure(builder)
+
+
+def _configure(builder: SparkSession.Builder) -> SparkSession.Builder:
+    """What :func:`configure` does, one call below it and :func:`local_session` so that the warning names
+    the line that called either."""
     from pyspark import SparkContext
 
     if SparkContext._active_spark_context is not None:
         warnings.warn(
             "a SparkContext is already running: sparkbloom.configure() cannot add jars or JVM flags to it; "
             "configure the builder before the first getOrCreate()",
-            stacklevel=2,
+            stacklevel=3,
         )
     options = getattr(builder, "_options", {})
     existing = {k: str(v) for k, v in options.items()}
@@ -157,18 +165,52 @@ def configure(builder: SparkSession.Builder) -> SparkSession.Builder:
     return builder
 
 
+def local_session(
+    app_name: str,
+    *,
+    master: str = "local[2]",
+    warehouse_dir: str | os.PathLike[str] | None = None,
+    conf: Mapping[str, str] | None = None,
+) -> SparkSession:
+    """A small SparkSession on this machine, set up for sparkbloom: for tests, notebooks and local scripts.
+
+    Spark runs in this process (`master`, ``local[2]`` by default) without its web UI, with 2 shuffle
+    partitions instead of the 200 made for clusters; `warehouse_dir` sets ``spark.sql.warehouse.dir`` and
+    `conf` any other setting. All go on the builder before :func:`configure` adds sparkbloom's jars, extension
+    and JVM flags to them (a ``spark.jars`` or ``spark.sql.extensions`` in `conf` is added to, not replaced), so
+    this must start the process's first session, as :func:`configure` says.
+
+    >>> spark = sparkbloom.session.local_session("my tests", warehouse_dir="/tmp/wh", conf={"spark.log.level": "WARN"})
+    >>> spark.conf.get("spark.sql.shuffle.partitions")
+    '2'
+    """
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+    )
+    if warehouse_dir is not None:
+        builder = builder.config("spark.sql.warehouse.dir", os.fspath(warehouse_dir))
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    return _configure(builder).getOrCreate()
+
+
 def _last(existing: str | None, item: str) -> str:
     items = [s.strip() for s in (existing or "").split(",") if s.strip() and s.strip() != item]
     return ",".join(items + [item])
 
 
-def _merge_list(existing: str | None, additions: List[str]) -> str:
+def _merge_list(existing: str | None, additions: list[str]) -> str:
     items = [s.strip() for s in (existing or "").split(",") if s.strip()]
     items += [a for a in additions if a not in items]
     return ",".join(items)
 
 
-def _merge_flags(existing: str | None, additions: List[str]) -> str:
+def _merge_flags(existing: str | None, additions: list[str]) -> str:
     present = set(shlex.split(existing or ""))
     missing = [f for f in additions if f not in present]
     return " ".join(([existing.strip()] if existing and existing.strip() else []) + missing)

@@ -3,7 +3,8 @@
     >>> q = spark.read.parquet("/data/events").where("user_id = 42")
     >>> rows = q.collect()
     >>> for s in sparkbloom.skipping(q):
-    ...     print(s.index, f"{s.files_kept}/{s.files_total} files", f"{s.row_groups_kept}/{s.row_groups_total} row groups")
+    ...     print(s.index, f"{s.files_kept}/{s.files_total} files",
+    ...           f"{s.row_groups_kept}/{s.row_groups_total} row groups")
     bloom_user_id on parquet.`file:/data/events` 3/200 files 3/600 row groups
 """
 
@@ -11,7 +12,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Dict, List
+from typing import TYPE_CHECKING, Any
 
 from . import _jvm
 from .errors import translate
@@ -58,11 +59,11 @@ class ScanSkipping:
     def row_groups_skipped(self) -> int:
         return self.row_groups_total - self.row_groups_kept
 
-    def as_dict(self) -> Dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def skipping(df: DataFrame) -> List[ScanSkipping]:
+def skipping(df: DataFrame) -> list[ScanSkipping]:
     """The skipping each bloom-pruned scan of `df` did: by bloom indexes at planning time and by the files'
     own bloom filters at read time (``index`` is ``""`` for a scan no index applied to); empty when neither did.
 
@@ -76,7 +77,7 @@ def skipping(df: DataFrame) -> List[ScanSkipping]:
     return [ScanSkipping(**s) for s in found]
 
 
-def scan_metrics(df: DataFrame) -> List[Dict[str, Any]]:
+def scan_metrics(df: DataFrame) -> list[dict[str, Any]]:
     """Spark's own metrics of every file scan in `df`'s executed plan, whether or not an index applied:
     V1 scans (Parquet, Delta; ``numFiles`` is files read) and V2 scans (Spark's V2 Parquet scan, Iceberg, with
     the source's own metrics). ``bloom_metrics`` holds sparkbloom's SQL metrics of a pruned scan

@@ -14,7 +14,8 @@ From a shell (starts a small local JVM)::
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Sequence
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from . import _jvm
 from .errors import translate
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-def inspect_parquet(spark: SparkSession, path: str, probes: Iterable[str] = ()) -> Dict[str, Any]:
+def inspect_parquet(spark: SparkSession, path: str, probes: Iterable[str] = ()) -> dict[str, Any]:
     """Inspects a Parquet file, or every Parquet file under a directory (``_*`` and ``.*`` skipped).
 
     `probes` are ``column=value`` strings; each row group answers ``maybe``, ``no``, ``no filter``,
@@ -46,9 +47,9 @@ def inspect_parquet(spark: SparkSession, path: str, probes: Iterable[str] = ()) 
     return dict(json.loads(text))
 
 
-def format_report(report: Dict[str, Any]) -> str:
+def format_report(report: dict[str, Any]) -> str:
     """The report as text: one block per file, a table of column chunks per row group, probe answers."""
-    out: List[str] = []
+    out: list[str] = []
     files = report["files"]
     for f in files:
         out.append(f["file"])
@@ -92,7 +93,7 @@ def format_report(report: Dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def _summary(files: Sequence[Dict[str, Any]]) -> str:
+def _summary(files: Sequence[dict[str, Any]]) -> str:
     chunks = [c for f in files for g in f.get("row_groups", []) for c in g["columns"]]
     with_filter = sum(1 for c in chunks if c["bloom_filter"] != "absent")
     corrupt = sum(1 for c in chunks if c["bloom_filter"].startswith("corrupt"))
@@ -121,7 +122,7 @@ def _fpp(value: Any) -> str:
     return "0" if value == 0 else f"{value:.2e}"
 
 
-def _table(rows: List[List[str]], right: Sequence[int] = ()) -> List[str]:
+def _table(rows: list[list[str]], right: Sequence[int] = ()) -> list[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = []
     for r in rows:

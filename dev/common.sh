@@ -100,6 +100,8 @@ ensure_package() {
 # The wheel, from python/ with whatever jars python/src/sparkbloom/jars holds.
 build_wheel() {
   cp "$ROOT/project/jvm-flags.txt" "$ROOT/python/src/sparkbloom/jvm-flags.txt"
+  # The wheel redistributes zero-allocation-hashing's jar: it carries the licence and notice (python/pyproject.toml).
+  cp "$ROOT/LICENSE" "$ROOT/NOTICE" "$ROOT/python/"
   log "building the sparkbloom wheel (jars: $(cd "$ROOT/python/src/sparkbloom/jars" && ls | tr '\n' ' '))"
   rm -rf "$ROOT/python/dist" "$ROOT/python/build"
   "$PY" -m pip wheel -q --no-deps --no-build-isolation -w "$ROOT/python/dist" "$ROOT/python"

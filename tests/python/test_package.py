@@ -87,6 +87,10 @@ def test_the_wheel_installs_into_a_fresh_venv_with_no_network_and_carries_its_ja
     assert any(j.endswith(f"/spark-{line}/sparkbloom.jar") and j.startswith(venv) for j in lines[1:-1])
     assert lines[-1] == pyspark.__version__  # the dev environment's pyspark, linked in and left as it was
     assert (Path(lines[0]).parent / "py.typed").is_file()
+    # It redistributes zero-allocation-hashing's jar, so it carries the licence and the notice.
+    licences = sh(python, "-c", "import importlib.metadata as m; print(sorted(f.name for f in m.files('sparkbloom') "
+                  "if f.parent.name == 'licenses'))", env=env, cwd=tmp_path)
+    assert licences.strip() == "['LICENSE', 'NOTICE']"
 
 
 def test_a_session_from_the_fresh_venv_loads_the_extension(

@@ -2,8 +2,6 @@ package sparkbloom.formats.delta
 
 import java.util.Collections
 
-import scala.util.control.NonFatal
-
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Expression, ExprId}

@@ -1,7 +1,6 @@
 package sparkbloom.index
 
 import org.apache.spark.sql.functions._
-import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.BloomIndexes
 import sparkbloom.testing.SparkSessionSuite

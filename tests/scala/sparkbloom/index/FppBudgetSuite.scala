@@ -6,12 +6,10 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.AnalysisException
 import org.apache.spark.sql.functions._
 import org.apache.spark.sql.types.LongType
-import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.sliced.{Probers, SlicedProbe}
 import sparkbloom.predicate.BloomPredicate
-import sparkbloom.sbbf.Sizing
 import sparkbloom.sql.CommandOutputAccess
 import sparkbloom.testing.SparkSessionSuite
 

@@ -4,7 +4,6 @@ import java.io.{File, RandomAccessFile}
 import java.nio.file.{Files, StandardCopyOption}
 
 import org.apache.spark.sql.functions._
-import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.{BloomIndexException, ColumnSpec, IndexDescription, IndexStore, TableRef}

@@ -4,7 +4,6 @@ import scala.collection.mutable
 import scala.util.Random
 
 import org.apache.spark.sql.{Column, DataFrame, Row}
-import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.{ColumnSpec, TableRef}

@@ -3,8 +3,6 @@ package sparkbloom.reliability
 import java.io.File
 import java.nio.file.Files
 
-import org.scalatest.funsuite.AnyFunSuite
-
 import sparkbloom.index.{BloomIndexException, IndexStore}
 import sparkbloom.testing.SparkSessionSuite
 

@@ -4,7 +4,6 @@ import java.io.File
 
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.functions._
-import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.{ColumnSpec, IndexDescription, TableRef}

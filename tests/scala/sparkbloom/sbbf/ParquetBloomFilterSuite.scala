@@ -5,7 +5,7 @@ import java.io.ByteArrayOutputStream
 import org.apache.parquet.format.Util
 import org.scalatest.funsuite.AnyFunSuite
 
-import sparkbloom.TestSupport.{fixtureBytes, hex, toHex, utf8}
+import sparkbloom.TestSupport.{fixtureBytes, toHex, utf8}
 import sparkbloom.hash.PlainHash
 
 /** The Parquet form of a filter: Thrift BloomFilterHeader + bitset (vectors.md §1, §3a, §3d). */

@@ -2,7 +2,6 @@ package sparkbloom.scan
 
 import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.functions._
-import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.TestSupport
 import sparkbloom.api.BloomIndexes

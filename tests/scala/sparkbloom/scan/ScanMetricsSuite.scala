@@ -1,13 +1,10 @@
 package sparkbloom.scan
 
-import java.nio.file.Files
-
 import scala.io.Source
 
-import org.apache.spark.sql.{DataFrame, SparkSession}
+import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.execution.FileSourceScanExec
 import org.apache.spark.sql.functions._
-import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.{ColumnSpec, ScanSkipping, TableRef}

@@ -3,7 +3,6 @@ package sparkbloom.scan
 import org.apache.spark.sql.{DataFrame, Row}
 import org.apache.spark.sql.execution.datasources.v2.BatchScanExec
 import org.apache.spark.sql.functions._
-import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.{BloomIndexes, DataFrameTable}
 import sparkbloom.index.{ColumnSpec, ScanSkipping, TableRef}

@@ -11,7 +11,7 @@ import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.execution.datasources.{FileIndex, FileStatusWithMetadata, PartitionDirectory}
 import org.apache.spark.sql.types.{LongType, StructType}
 
-import sparkbloom.hash.{ColumnEncoding, PlainHash}
+import sparkbloom.hash.PlainHash
 import sparkbloom.index._
 import sparkbloom.index.sliced.SlicedProbe
 import sparkbloom.index.sliced._

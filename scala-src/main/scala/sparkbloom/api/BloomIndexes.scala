@@ -3,7 +3,9 @@ package sparkbloom.api
 import org.apache.spark.sql.SparkSession
 
 import sparkbloom.formats.TableFormats
-import sparkbloom.index.{ColumnSpec, IndexDescription, IndexManager, ResolvedTable, TableRef, TableResolver}
+import sparkbloom.index.{
+  ColumnSpec, IndexDescription, IndexManager, IndexOptionParser, ResolvedTable, TableRef, TableResolver
+}
 
 /**
  * The one facade every front end calls: the SQL commands, the Scala API and (through [[PythonApi]]) the Python
@@ -46,5 +48,5 @@ object BloomIndexes {
     IndexManager.describe(spark, resolve(spark, table), name, verify)
 
   /** Option key of the table-wide false-read budget. */
-  val FalseReadsPerKeyKey: String = IndexManager.FalseReadsPerKeyKey
+  val FalseReadsPerKeyKey: String = IndexOptionParser.FalseReadsPerKeyKey
 }

@@ -1,7 +1,5 @@
 package sparkbloom.index
 
-import java.io.{ObjectInputStream, ObjectOutputStream}
-
 import scala.collection.mutable
 import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
@@ -15,12 +13,10 @@ import org.apache.parquet.hadoop.util.HadoopInputFile
 import org.apache.parquet.io.SeekableInputStream
 import org.apache.parquet.schema.MessageType
 import org.apache.spark.SparkException
-import org.apache.spark.sql.{Row, SparkSession}
+import org.apache.spark.sql.Row
 import org.apache.spark.util.{CollectionAccumulator, LongAccumulator}
 
-import sparkbloom.BloomConf
 import sparkbloom.hash.ColumnEncoding
-import sparkbloom.index.sliced.{EntryMeta, Segment, SegmentWriter}
 import sparkbloom.parquet.{ChunkHasher, Footers, FooterInfo, NativeFilterReader}
 import sparkbloom.sbbf.{InvalidBloomFilterException, Kernel, Sbbf, Sizing}
 

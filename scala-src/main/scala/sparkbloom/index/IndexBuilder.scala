@@ -1,27 +1,13 @@
 package sparkbloom.index
 
-import java.io.{ObjectInputStream, ObjectOutputStream}
-
 import scala.collection.mutable
 import scala.jdk.CollectionConverters._
-import scala.util.control.NonFatal
 
-import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
-import org.apache.parquet.column.ColumnDescriptor
-import org.apache.parquet.column.page.DictionaryPageReadStore
-import org.apache.parquet.hadoop.ParquetFileReader
-import org.apache.parquet.hadoop.util.HadoopInputFile
-import org.apache.parquet.io.SeekableInputStream
-import org.apache.parquet.schema.MessageType
-import org.apache.spark.SparkException
 import org.apache.spark.sql.{Row, SparkSession}
-import org.apache.spark.util.{CollectionAccumulator, LongAccumulator}
 
 import sparkbloom.BloomConf
 import sparkbloom.index.sliced.{EntryMeta, Segment, SegmentWriter}
-import sparkbloom.parquet.{ChunkHasher, Footers, FooterInfo, NativeFilterReader}
-import sparkbloom.sbbf.{InvalidBloomFilterException, Kernel, Sbbf, Sizing}
 
 /**
  * The build job: one task per group of data files. Each task reads the footer of its files, takes a

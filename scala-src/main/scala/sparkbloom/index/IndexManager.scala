@@ -7,9 +7,7 @@ import org.apache.spark.sql.SparkSession
 import org.slf4j.LoggerFactory
 
 import sparkbloom.BloomConf
-import sparkbloom.encoding.SparkEncodings
 import sparkbloom.index.sliced.{ColumnSlice, IndexCache, Layout, LayoutAssembler}
-import sparkbloom.sbbf.Sizing
 
 /**
  * The indexes of a resolved table: create, refresh, drop, describe. Front ends reach it through the facade
@@ -22,8 +20,8 @@ object IndexManager {
   def create(spark: SparkSession, t: ResolvedTable, name: String, columns: Seq[ColumnSpec],
              options: Map[String, String], ifNotExists: Boolean): IndexDescription = {
     checkName(name)
-    val opts = parseOptions(spark, options)
-    val cols = resolveColumns(t, columns, opts)
+    val opts = IndexOptionParser.parse(spark, options)
+    val cols = IndexColumns.resolve(t, columns, opts)
     val dir = indexDir(spark, t, name)
     val fs = dir.getFileSystem(spark.sessionState.newHadoopConf())
     IndexStore.latestMeta(fs, dir)._1 match {
@@ -81,7 +79,8 @@ object IndexManager {
     val fs = dir.getFileSystem(spark.sessionState.newHadoopConf())
     val meta = IndexStore.latestMeta(fs, dir)._1.getOrElse(
       throw new BloomIndexException(s"Bloom index $name does not exist on ${t.display}"))
-    val cols = meta.columns.map(c => stillThere(t, c).getOrElse(resolveColumns(t, Seq(c.spec), meta.options).head))
+    val cols = meta.columns.map(c =>
+      IndexColumns.stillThere(t, c).getOrElse(IndexColumns.resolve(t, Seq(c.spec), meta.options).head))
     val files = t.listing()
     val previous = if (full) None
     else {
@@ -224,120 +223,4 @@ object IndexManager {
     if (!IndexStore.validName(name))
       throw new BloomIndexException(
         s"Invalid bloom index name '$name': use letters, digits and underscores, starting with a letter or underscore")
-
-  /** Option keys of the facade. [[FppScopeKey]] comes from Databricks' DDL only (its fpp is per file). */
-  val FalseReadsPerKeyKey = "false_reads_per_key"
-  private[sparkbloom] val FppScopeKey = "sparkbloom.fpp_scope"
-
-  /**
-   * The index-wide options, with the session's defaults filled in: an explicit `fpp` wins; otherwise the
-   * budget `false_reads_per_key` (given, or `spark.sparkbloom.falseReadsPerKey`), unless the session sets a
-   * default `spark.sparkbloom.fpp`.
-   */
-  private[sparkbloom] def parseOptions(spark: SparkSession, options: Map[String, String]): TableOptions = {
-    var fpp: Option[Double] = None; var ndv: Option[Long] = None; var budget: Option[Double] = None
-    var perFile = false
-    options.foreach { case (k, v) =>
-      k.toLowerCase(java.util.Locale.ROOT) match {
-        case "fpp" => fpp = Some(parseFpp(v))
-        case "ndv" | "numitems" => ndv = Some(parseNdv(v))
-        case FalseReadsPerKeyKey => budget = Some(parseBudget(FalseReadsPerKeyKey, v))
-        case FppScopeKey => perFile = v == IndexedColumn.FileScope
-        case other => throw new BloomIndexException(
-            s"Unknown bloom index option '$other' (supported: fpp, ndv, $FalseReadsPerKeyKey)")
-      }
-    }
-    if (fpp.isDefined && budget.isDefined)
-      throw new BloomIndexException(
-        s"Give either fpp (per row group) or $FalseReadsPerKeyKey (for the whole table), not both")
-    if (fpp.isEmpty && budget.isEmpty) {
-      fpp = BloomConf.defaultFpp(spark).map(f => checkConf(BloomConf.DefaultFpp, f, x => x > 0 && x < 1))
-      if (fpp.isEmpty) budget = Some(checkConf(BloomConf.FalseReadsPerKey, BloomConf.falseReadsPerKey(spark), _ > 0))
-    }
-    val maxBpv = BloomConf.maxBitsPerValue(spark)
-    checkConf(BloomConf.MaxBitsPerValue, maxBpv, b => b >= 8 && b <= 64)
-    TableOptions(fpp, ndv, budget, perFile)
-  }
-
-  private def checkConf(key: String, v: Double, ok: Double => Boolean): Double =
-    if (ok(v) && !v.isNaN && !v.isInfinite) v else throw new BloomIndexException(s"Invalid value $v for $key")
-
-  private def parseFpp(v: String): Double = {
-    val d = try v.trim.toDouble
-    catch {
-      case _: NumberFormatException => throw new BloomIndexException(s"Option fpp must be a number in (0, 1), got '$v'")
-    }
-    if (!(d > 0 && d < 1)) throw new BloomIndexException(s"Option fpp must be in (0, 1), got $v")
-    d
-  }
-
-  private[sparkbloom] def parseBudget(key: String, v: String): Double = {
-    val d = try v.trim.toDouble
-    catch {
-      case _: NumberFormatException => throw new BloomIndexException(s"Option $key must be a positive number, got '$v'")
-    }
-    if (!(d > 0) || d.isInfinite) throw new BloomIndexException(s"Option $key must be a positive number, got $v")
-    d
-  }
-
-  private def parseNdv(v: String): Long = {
-    val n = try v.trim.toLong
-    catch {
-      case _: NumberFormatException => throw new BloomIndexException(s"Option ndv must be a positive integer, got '$v'")
-    }
-    if (n <= 0) throw new BloomIndexException(s"Option ndv must be a positive integer, got $v")
-    n
-  }
-
-  /**
-   * An indexed column kept by the files' identity of it (Delta physical name, Iceberg field id), whatever it
-   * is called now: a renamed column keeps its index. None for columns found by name.
-   */
-  private def stillThere(t: ResolvedTable, c: IndexedColumn): Option[IndexedColumn] =
-    if (c.fileName.isEmpty && c.fieldId.isEmpty) None
-    else t.dataSchema.fields.find { f =>
-      val (n, id) = t.fileColumn(f); c.sameColumn(n.getOrElse(f.name), id)
-    } match {
-      case Some(f) if f.dataType.sql == c.dataType => Some(c)
-      case _ =>
-        throw new BloomIndexException(s"Indexed column ${c.name} of bloom index on ${t.display} is no longer in " +
-          s"the table (or its type changed): drop the index or its column")
-    }
-
-  private def resolveColumns(t: ResolvedTable, specs: Seq[ColumnSpec], opts: TableOptions): Seq[IndexedColumn] = {
-    if (specs.isEmpty) throw new BloomIndexException("A bloom index needs at least one column")
-    val dupes = specs.groupBy(_.name.toLowerCase).collect { case (n, s) if s.size > 1 => n }
-    if (dupes.nonEmpty) throw new BloomIndexException(s"Column ${dupes.head} is listed more than once")
-    specs.map { s =>
-      if (t.partitionColumns.exists(_.equalsIgnoreCase(s.name)))
-        throw new BloomIndexException(
-          s"Column ${s.name} is a partition column of ${t.display}; partition pruning already skips on it")
-      val field = t.dataSchema.fields.find(_.name == s.name).orElse(
-        t.dataSchema.fields.find(_.name.equalsIgnoreCase(s.name)))
-        .getOrElse(
-          throw new BloomIndexException(s"Column ${s.name} does not exist in ${t.display}; available columns: " +
-            t.dataSchema.fieldNames.mkString(", ")))
-      if (!SparkEncodings.indexable(field.dataType))
-        throw new BloomIndexException(
-          s"Cannot index column ${field.name}: ${SparkEncodings.unsupportedReason(field.dataType)}")
-      s.fpp.foreach(f =>
-        if (!(f > 0 && f < 1))
-          throw new BloomIndexException(s"Option fpp of column ${s.name} must be in (0, 1), got $f"))
-      s.ndv.foreach(n =>
-        if (n <= 0) throw new BloomIndexException(s"Option ndv of column ${s.name} must be a positive integer, got $n"))
-      s.falseReadsPerKey.foreach(b =>
-        if (!(b > 0) || b.isInfinite)
-          throw new BloomIndexException(
-            s"Option $FalseReadsPerKeyKey of column ${s.name} must be a positive number, got $b"))
-      if (s.fpp.isDefined && s.falseReadsPerKey.isDefined)
-        throw new BloomIndexException(s"Column ${s.name}: give either fpp or $FalseReadsPerKeyKey, not both")
-      // The column's own choice wins, then the index's.
-      val fpp = s.fpp.orElse(if (s.falseReadsPerKey.isDefined) None else opts.fpp)
-      val budget = if (fpp.isDefined) None else s.falseReadsPerKey.orElse(opts.falseReadsPerKey)
-      fpp.foreach(Sizing.checkFpp)
-      val (fileName, fieldId) = t.fileColumn(field)
-      IndexedColumn(field.name, field.dataType.sql, fpp, s.ndv.orElse(opts.ndv), budget,
-        if (fpp.isDefined && opts.fppPerFile) Some(IndexedColumn.FileScope) else None, fileName, fieldId)
-    }
-  }
 }

@@ -4,7 +4,6 @@ import java.nio.charset.StandardCharsets
 import java.util.zip.CRC32
 
 import scala.collection.mutable
-import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import com.fasterxml.jackson.databind.{DeserializationFeature, ObjectMapper}

@@ -1,6 +1,6 @@
 package sparkbloom.parquet
 
-import org.apache.parquet.schema.{LogicalTypeAnnotation, PrimitiveType, Type}
+import org.apache.parquet.schema.Type
 import org.apache.parquet.schema.LogicalTypeAnnotation._
 import org.apache.parquet.schema.PrimitiveType.PrimitiveTypeName
 

@@ -1,11 +1,8 @@
 package sparkbloom.scan
 
-import scala.jdk.CollectionConverters._
-
 import org.apache.spark.broadcast.Broadcast
 import org.apache.spark.sql.catalyst.FileSourceOptions
 import org.apache.spark.sql.catalyst.InternalRow
-import org.apache.spark.sql.catalyst.expressions.{And, AttributeReference, Expression}
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
 import org.apache.spark.sql.execution.datasources.{FilePartition, PartitionedFile}
 import org.apache.spark.sql.execution.datasources.v2.FilePartitionReaderFactory

@@ -2,8 +2,7 @@ package sparkbloom.sql
 
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 
-import sparkbloom.api.BloomIndexes
-import sparkbloom.index.{ColumnSpec, IndexManager, IndexedColumn, TableRef}
+import sparkbloom.index.{ColumnSpec, IndexOptionParser, IndexedColumn, TableRef}
 
 /**
  * The grammar of the bloom-index statements, by recursive descent. Every error is a ParseException
@@ -89,7 +88,7 @@ private final class BloomDdlParser(in: TokenCursor) {
     val columns = columnSpecs(DatabricksNdvKey)
     val options = tableOptions(DatabricksNdvKey)
     CreateBloomIndexCommand(table, DropBloomFilterColumnsCommand.IndexName, columns,
-      options.asMap + (IndexManager.FppScopeKey -> IndexedColumn.FileScope), ifNotExists = false)
+      options.asMap + (IndexOptionParser.FppScopeKey -> IndexedColumn.FileScope), ifNotExists = false)
   }
 
   private def databricksDrop(): LogicalPlan = {

@@ -3,10 +3,9 @@ package sparkbloom.sql
 import org.apache.spark.sql.{Row, SparkSession}
 import org.apache.spark.sql.catalyst.expressions.Attribute
 import org.apache.spark.sql.execution.command.LeafRunnableCommand
-import org.apache.spark.sql.internal.SQLConf
 
 import sparkbloom.api.BloomIndexes
-import sparkbloom.index.{BloomIndexException, ColumnSpec, TableRef}
+import sparkbloom.index.{ColumnSpec, TableRef}
 
 // The commands the parser produces. Each is thin: it calls the facade (the same one the Scala and Python
 // APIs call) and turns the answer into rows (see CommandOutput for the schemas). Validation of

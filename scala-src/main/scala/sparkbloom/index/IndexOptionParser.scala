@@ -6,7 +6,10 @@ import sparkbloom.BloomConf
 
 /** The index-wide options of a new index, checked, with the session's defaults filled in. */
 object IndexOptionParser {
-  /** Option keys of CREATE BLOOM INDEX and its Scala and Python forms. [[FppScopeKey]] comes from Databricks' DDL only (its fpp is per file). */
+  /**
+   * Option keys of CREATE BLOOM INDEX and its Scala and Python forms. [[FppScopeKey]] comes from Databricks' DDL
+   * only (its fpp is per file).
+   */
   val FalseReadsPerKeyKey = "false_reads_per_key"
   val FppScopeKey = "sparkbloom.fpp_scope"
 

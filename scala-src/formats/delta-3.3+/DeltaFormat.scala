@@ -57,10 +57,10 @@ object DeltaFormat extends TableFormat {
   }
 
   override def tableOf(leaf: LogicalPlan): Option[TableRef] = leaf match {
-    case FsRelation(_, rel, _, _, _) if rel.location.isInstanceOf[TahoeLogFileIndex] =>
-      logIndex(leaf).map { case (l, t) =>
-        l.catalogTable.map(c => TableRef.Catalog(c.identifier.unquotedString))
-          .getOrElse(TableRef.Catalog(pathName(t.path.toString)))
+    case FsRelation(l, rel, _, _, _) => rel.location match {
+        case t: TahoeLogFileIndex => Some(l.catalogTable.map(c => TableRef.Catalog(c.identifier.unquotedString))
+              .getOrElse(TableRef.Catalog(pathName(t.path.toString))))
+        case _ => None
       }
     case _ => None
   }

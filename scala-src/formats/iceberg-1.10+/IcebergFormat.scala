@@ -44,14 +44,11 @@ object IcebergFormat extends TableFormat {
     case r: DataSourceV2Relation if isIcebergTable(r.table) =>
       (r.catalog, r.identifier) match {
         case (Some(c), Some(id)) if r.table.asInstanceOf[SparkTable].table().isInstanceOf[BaseTable] =>
-          Some(TableRef.Catalog((c.name() +: id.namespace().toSeq :+ id.name()).map(quoteIfNeeded).mkString(".")))
+          Some(TableRef.Catalog.of(c.name() +: id.namespace().toSeq :+ id.name()))
         case _ => None
       }
     case _ => None
   }
-
-  private def quoteIfNeeded(part: String): String =
-    if (part.matches("[A-Za-z_][A-Za-z0-9_]*")) part else "`" + part.replace("`", "``") + "`"
 
   /** A catalog table `ref` as an Iceberg table, from `analyzed`, the plan of `spark.table(name)`. */
   override def resolve(spark: SparkSession, ref: TableRef, analyzed: () => Option[LogicalPlan],

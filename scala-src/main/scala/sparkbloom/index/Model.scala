@@ -6,6 +6,13 @@ import org.apache.spark.sql.AnalysisException
 sealed trait TableRef { def display: String }
 object TableRef {
   final case class Catalog(name: String) extends TableRef { def display: String = name }
+  object Catalog {
+    /** The multi-part name `parts`, each part back-quoted only when it needs to be (`db.table`, `cat.db.table`). */
+    def of(parts: Seq[String]): Catalog = Catalog(parts.map(quoteIfNeeded).mkString("."))
+
+    private def quoteIfNeeded(part: String): String =
+      if (part.matches("[A-Za-z_][A-Za-z0-9_]*")) part else "`" + part.replace("`", "``") + "`"
+  }
   final case class Path(path: String) extends TableRef { def display: String = s"parquet.`$path`" }
 }
 

@@ -119,7 +119,7 @@ object ParquetFormat extends TableFormat {
   }
 
   private def fromRelation(fs: HadoopFsRelation, table: Option[CatalogTable]): TableRef = table match {
-    case Some(t) => TableRef.Catalog(tableName(t))
+    case Some(t) => TableRef.Catalog.of(t.identifier.database.toSeq :+ t.identifier.table)
     case None =>
       fs.location.rootPaths match {
         case Seq(root) => TableRef.Path(root.toString)
@@ -128,13 +128,6 @@ object ParquetFormat extends TableFormat {
             s"${if (roots.size > 3) ", ..." else ""}); an index covers one table: one directory or one catalog table")
       }
   }
-
-  /** `db.table`, each part back-quoted only when it needs to be. */
-  private def tableName(
-      t: CatalogTable): String = (t.identifier.database.toSeq :+ t.identifier.table).map(quoteIfNeeded).mkString(".")
-
-  private def quoteIfNeeded(part: String): String =
-    if (part.matches("[A-Za-z_][A-Za-z0-9_]*")) part else "`" + part.replace("`", "``") + "`"
 
   // ---------------------------------------------------------------------------------------------
   // Pruning a scan

@@ -4,20 +4,20 @@ import java.util.Collections
 
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Expression, ExprId}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, ExprId, IsNull}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, Project, SubqueryAlias, View}
 import org.apache.spark.sql.delta.DeltaColumnMapping
-import org.apache.spark.sql.delta.files.TahoeLogFileIndex
+import org.apache.spark.sql.delta.files.{TahoeFileIndexWithSnapshotDescriptor, TahoeLogFileIndex}
 import org.apache.spark.sql.delta.stats.PreparedDeltaFileIndex
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
 import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 
 import sparkbloom.index.{
-  DataFile, IndexDiscovery, IndexPruner, IndexedColumn, ResolvedTable, RowGroupSelection, TableFormat, TableListing,
-  TableRef
+  DataFile, IndexDiscovery, IndexPruner, IndexedColumn, KeySetPruner, ResolvedTable, RowGroupSelection, TableFormat,
+  TableListing, TableRef
 }
-import sparkbloom.predicate.Conditions
+import sparkbloom.predicate.{BloomPredicate, Conditions}
 import sparkbloom.scan.NativeFilters
 import sparkbloom.shims.FsRelation
 
@@ -128,6 +128,34 @@ object DeltaFormat extends TableFormat {
       val pruner = new IndexPruner(session, used, new RowGroupSelection(false), name, opts.int96Probes)
       l.copy(relation = rel.copy(location = new BloomDeltaFileIndex(prepared, pruner))(rel.sparkSession))
     }
+  }
+
+  override def keySetScan(session: SparkSession, leaf: LogicalPlan, attr: Attribute, nullFor: Option[Any],
+                          label: String): Option[LogicalPlan] = leaf match {
+    case FsRelation(l, rel, _, _, false) => rel.location match {
+        case _: KeySetDeltaFileIndex | _: TahoeLogFileIndex => None // already keyed; not prepared by Delta
+        case base: TahoeFileIndexWithSnapshotDescriptor =>
+          val resolver = session.sessionState.conf.resolver
+          if (base.metadata.partitionColumns.exists(resolver(_, attr.name))) return None
+          val physical = base.metadata.schema.fields.find(f => resolver(f.name, attr.name))
+            .map(DeltaColumnMapping.getPhysicalName)
+          val root = base.deltaLog.dataPath
+          val cols = IndexDiscovery.indexesAt(session, root, IsNull(attr),
+            (id: ExprId, indexed: Seq[IndexedColumn]) =>
+              if (id != attr.exprId) None
+              else physical.flatMap(p => indexed.find(_.sameColumn(p, None)).map(_.name)))
+            .toSeq.flatMap(_._2).collect { case (v, BloomPredicate.IsNull(c)) => v -> c }
+          if (cols.isEmpty) None
+          else {
+            val name = l.catalogTable.map(_.identifier.unquotedString).getOrElse(pathName(root.toString))
+            val opts = NativeFilters.options(session, rel.options)
+            val keySet = new KeySetPruner(session, cols, attr.exprId, attr.dataType, nullFor,
+              new RowGroupSelection(false), name, opts.int96Probes, label)
+            Some(l.copy(relation = rel.copy(location = new KeySetDeltaFileIndex(base, keySet))(rel.sparkSession)))
+          }
+        case _ => None
+      }
+    case _ => None
   }
 
   /** Sessions already told that sparkbloom's extension is listed before Delta's. */

@@ -45,6 +45,31 @@ object BloomConf {
   val NativeFilters = "spark.sparkbloom.nativeFilters.enabled"
   def nativeFilters(s: SparkSession): Boolean = s.conf.get(NativeFilters, "true").toBoolean
 
+  /**
+   * Run-time pruning: a scan whose indexed column is equated with keys another part of the plan produces (a
+   * join, `IN (subquery)`, `EXISTS`, a MERGE) chooses its files and row groups from those keys at execution.
+   * See docs/runtime-pruning.md for the thresholds below and the measurements behind their defaults.
+   */
+  val RuntimePruning = "spark.sparkbloom.runtimePruning.enabled"
+  def runtimePruning(s: SparkSession): Boolean = s.conf.get(RuntimePruning, "true").toBoolean
+  /**
+   * Key cap: planned only when the keys side is estimated to hold at most this many keys, and at run time the
+   * scan reads everything if it produced more.
+   */
+  val RuntimeMaxKeys = "spark.sparkbloom.runtimePruning.maxKeys"
+  def runtimeMaxKeys(s: SparkSession): Long = s.conf.get(RuntimeMaxKeys, "100000").toLong
+  /** Minimum size of the pruned table (bytes, Spark's size syntax); smaller tables are read whole. */
+  val RuntimeMinTableSize = "spark.sparkbloom.runtimePruning.minTableSize"
+  def runtimeMinTableSize(s: SparkSession): Long =
+    org.apache.spark.network.util.JavaUtils.byteStringAsBytes(s.conf.get(RuntimeMinTableSize, "32m"))
+  /**
+   * Ceiling on the expected share of the table's row groups kept: k keys under a false-read budget b keep
+   * about k (true) + k * b (false) row groups; when that is more than this fraction of the indexed row
+   * groups, pruning is declined (at run time, when the keys are known).
+   */
+  val RuntimeMaxKeptFraction = "spark.sparkbloom.runtimePruning.maxKeptFraction"
+  def runtimeMaxKeptFraction(s: SparkSession): Double = s.conf.get(RuntimeMaxKeptFraction, "0.5").toDouble
+
   def enabled(s: SparkSession): Boolean = s.conf.get(Enabled, "true").toBoolean
   def indexRoot(s: SparkSession): Option[String] = Option(s.conf.get(IndexRoot, null)).filter(_.nonEmpty)
   def rowGroupPruning(s: SparkSession): Boolean = s.conf.get(RowGroupPruning, "true").toBoolean

@@ -5,7 +5,7 @@ import org.apache.spark.sql.SparkSessionExtensions
 import sparkbloom.formats.TableFormats
 import sparkbloom.functions.BloomFunctions
 import sparkbloom.index.TableFormat
-import sparkbloom.optimizer.{BloomScanRule, BloomSkippingRule}
+import sparkbloom.optimizer.{BloomScanRule, BloomSkippingRule, KeySetPruningRule}
 import sparkbloom.sql.BloomSqlParser
 
 /**
@@ -28,6 +28,10 @@ class SparkBloomExtensions extends (SparkSessionExtensions => Unit) {
 
     // after Delta's own data skipping (list sparkbloom after Delta's extension): Delta scans
     ext.injectPreCBORule(session => new BloomSkippingRule(session, TableFormats.all, TableFormat.PreCbo))
+
+    // run-time keys (joins, IN (subquery), EXISTS, MERGE): Spark's run-time filter on indexed columns, whose
+    // keys choose the scan's files when it runs
+    ext.injectPreCBORule(session => new KeySetPruningRule(session, TableFormats.all))
 
     // physical plan: V2 scans pruned once filters are pushed into them; SQL metrics (files / row groups
     // skipped, index bytes read, probe time) over pruned scans

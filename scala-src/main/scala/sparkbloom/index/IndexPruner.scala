@@ -28,12 +28,15 @@ final class IndexPruner(
     val indexes: Seq[(IndexVersion, BloomPredicate)],
     val selection: RowGroupSelection,
     val tableName: String,
-    val int96Probes: Boolean = true) {
+    val int96Probes: Boolean = true,
+    // what EXPLAIN shows instead of the predicate (run-time keys), and how many keys the predicate holds
+    val shown: Option[String] = None,
+    val keysProbed: Long = 0L) {
 
   private val log = LoggerFactory.getLogger(getClass)
   @volatile var lastSkipping: Option[ScanSkipping] = None
 
-  def predicateSql: String = indexes.map(_._2.sql).distinct.mkString(" AND ")
+  def predicateSql: String = shown.getOrElse(indexes.map(_._2.sql).distinct.mkString(" AND "))
   def indexNames: String = indexes.map(_._1.meta.name).distinct.mkString(", ")
 
   /** The positions in `statuses` of the files to read; records the decision (metrics, report, selection). */
@@ -123,7 +126,7 @@ final class IndexPruner(
       indexes.map(i => s"${i._1.meta.name} on ${i._1.meta.table}").distinct.mkString(", "), tableName,
       predicateSql, filesTotal, filesKept, rgTotal + notCovered, rgKept + notCovered, notCovered,
       indexBytesRead = counters.bytesRead, probeTimeNs = System.nanoTime() - t0,
-      distributedProbe = counters.distributed)
+      distributedProbe = counters.distributed, keysProbed = keysProbed)
     lastSkipping = Some(s)
     SkippingLog.record(s)
     indexes.map(_._1.dir.toString).distinct.foreach(d => SkippingLog.recordUsage(d, s))

@@ -13,6 +13,7 @@ final case class ScanSkipping(
     indexBytesRead: Long = 0L, // bytes of filter runs read from storage (not from the driver's cache)
     probeTimeNs: Long = 0L, // time spent probing and deciding, at planning
     distributedProbe: Boolean = false, // the probe ran as a Spark job (the runs did not fit the cache)
+    keysProbed: Long = 0L, // run-time pruning: the distinct keys the other side of the join produced
     // Read time, on the executors (0 until the scan has run): row groups checked against / skipped by the
     // files' own bloom filters, and filters ignored as corrupt or unsupported.
     nativeRowGroupsChecked: Long = 0L,

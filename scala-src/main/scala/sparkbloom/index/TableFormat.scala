@@ -1,6 +1,7 @@
 package sparkbloom.index
 
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.Attribute
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan}
 import org.apache.spark.sql.execution.SparkPlan
 
@@ -37,6 +38,15 @@ trait TableFormat {
    * plans that rewrite rows).
    */
   def rewrite(session: SparkSession, phase: TableFormat.Phase, filter: Filter, plan: LogicalPlan): Option[LogicalPlan]
+
+  /**
+   * Key-set pruning: `leaf`, a scan of this format, with its file listing replaced by one that keeps, at
+   * execution, only the files whose row groups may hold one of the keys a run-time filter on `attr` will give
+   * (a [[RuntimeKeyed]] file index, bound to those keys by the physical plan). `nullFor`: see [[KeySetPruner]].
+   * None when the scan is not this format's, cannot be pruned so, or no index covers the column.
+   */
+  def keySetScan(session: SparkSession, leaf: LogicalPlan, attr: Attribute, nullFor: Option[Any],
+                 label: String): Option[LogicalPlan] = None
 
   /** A physical scan replaced by one that prunes at execution (Spark's V2 scans); None leaves it as it is. */
   def rewritePhysical(session: SparkSession, scan: SparkPlan): Option[SparkPlan] = None

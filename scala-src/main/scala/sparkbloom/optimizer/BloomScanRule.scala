@@ -10,7 +10,7 @@ import org.slf4j.LoggerFactory
 
 import sparkbloom.BloomConf
 import sparkbloom.index.TableFormat
-import sparkbloom.scan.BloomScanMetricsExec
+import sparkbloom.scan.{BloomScanMetricsExec, RuntimeKeys}
 
 /**
  * Physical planning: scans the table formats prune only once Spark has pushed filters into them (Spark's V2
@@ -24,7 +24,7 @@ class BloomScanRule(session: SparkSession, formats: Seq[TableFormat]) extends Co
   private val log = LoggerFactory.getLogger(getClass)
 
   override def preColumnarTransitions: Rule[SparkPlan] = new Rule[SparkPlan] {
-    override def apply(plan: SparkPlan): SparkPlan = wrap(plan)
+    override def apply(plan: SparkPlan): SparkPlan = wrap(RuntimeKeys.bind(plan))
   }
 
   private def wrap(p: SparkPlan): SparkPlan = p match {

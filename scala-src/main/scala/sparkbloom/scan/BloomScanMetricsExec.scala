@@ -42,7 +42,8 @@ case class BloomScanMetricsExec(child: SparkPlan) extends UnaryExecNode {
        "rowGroupsSkipped" -> SQLMetrics.createMetric(sparkContext, "row groups skipped by bloom indexes"),
        "filesNotCovered" -> SQLMetrics.createMetric(sparkContext, "files not covered by bloom indexes"),
        "indexBytesRead" -> SQLMetrics.createSizeMetric(sparkContext, "bloom index bytes read"),
-       "probeTime" -> SQLMetrics.createTimingMetric(sparkContext, "bloom index probe time"))) ++
+       "probeTime" -> SQLMetrics.createTimingMetric(sparkContext, "bloom index probe time"),
+       "keysProbed" -> SQLMetrics.createMetric(sparkContext, "run-time keys probed"))) ++
       native.map(_.all).getOrElse(Map.empty) // updated by the scan's tasks
 
   override protected def doExecute(): RDD[InternalRow] = { val rdd = child.execute(); report(); rdd }
@@ -55,9 +56,11 @@ case class BloomScanMetricsExec(child: SparkPlan) extends UnaryExecNode {
     metrics("filesNotCovered").set(k.filesNotCovered)
     metrics("indexBytesRead").set(k.indexBytesRead)
     metrics("probeTime").set(k.probeTimeNs / 1000000L)
+    metrics("keysProbed").set(k.keysProbed)
     val executionId = sparkContext.getLocalProperty(SQLExecution.EXECUTION_ID_KEY)
     SQLMetrics.postDriverMetricUpdates(sparkContext, executionId,
-      Seq("filesSkipped", "rowGroupsSkipped", "filesNotCovered", "indexBytesRead", "probeTime").map(metrics))
+      Seq("filesSkipped", "rowGroupsSkipped", "filesNotCovered", "indexBytesRead", "probeTime", "keysProbed")
+        .map(metrics))
   }
 
   override protected def withNewChildInternal(newChild: SparkPlan): BloomScanMetricsExec = copy(child = newChild)

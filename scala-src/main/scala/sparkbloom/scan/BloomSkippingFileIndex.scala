@@ -51,7 +51,23 @@ class BloomSkippingFileIndex(
     }
   }
 
-  private def prune(listed: Seq[PartitionDirectory]): Seq[PartitionDirectory] = {
+  private def prune(listed: Seq[PartitionDirectory]): Seq[PartitionDirectory] =
+    BloomSkippingFileIndex.keepListed(listed, pruner.keep)
+
+  override def toString: String =
+    s"BloomSkippingFileIndex(indexes=[$indexNames], predicate=[$predicateSql], delegate=$delegate)"
+  override def equals(o: Any): Boolean = o match {
+    case b: BloomSkippingFileIndex => (b eq this) ||
+      (b.delegate == delegate && b.predicateSql == predicateSql && b.indexNames == indexNames)
+    case _ => false
+  }
+  override def hashCode(): Int = delegate.hashCode() * 31 + predicateSql.hashCode
+}
+
+object BloomSkippingFileIndex {
+  /** The listing minus the files `keep` (positions in the flattened listing) does not keep. */
+  def keepListed(listed: Seq[PartitionDirectory],
+                 keep: Array[org.apache.hadoop.fs.FileStatus] => java.util.BitSet): Seq[PartitionDirectory] = {
     val dirs = listed.toArray
     val dirFiles = dirs.map(_.files.toArray)
     val statuses = {
@@ -60,7 +76,7 @@ class BloomSkippingFileIndex(
       for (files <- dirFiles) { var j = 0; while (j < files.length) { a(n) = files(j).fileStatus; n += 1; j += 1 } }
       a
     }
-    val keptPos = pruner.keep(statuses)
+    val keptPos = keep(statuses)
     val b = Seq.newBuilder[PartitionDirectory]
     var offset = 0
     for (d <- dirs.indices) {
@@ -74,13 +90,4 @@ class BloomSkippingFileIndex(
     }
     b.result()
   }
-
-  override def toString: String =
-    s"BloomSkippingFileIndex(indexes=[$indexNames], predicate=[$predicateSql], delegate=$delegate)"
-  override def equals(o: Any): Boolean = o match {
-    case b: BloomSkippingFileIndex => (b eq this) ||
-      (b.delegate == delegate && b.predicateSql == predicateSql && b.indexNames == indexNames)
-    case _ => false
-  }
-  override def hashCode(): Int = delegate.hashCode() * 31 + predicateSql.hashCode
 }

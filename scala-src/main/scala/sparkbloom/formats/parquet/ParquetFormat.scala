@@ -7,7 +7,7 @@ import scala.util.control.NonFatal
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.catalog.CatalogTable
-import org.apache.spark.sql.catalyst.expressions.{ExprId, Expression}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, ExprId, Expression, IsNull}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, Project, SubqueryAlias, View}
 import org.apache.spark.sql.execution.datasources.{
   CatalogFileIndex, HadoopFsRelation, InMemoryFileIndex, LogicalRelation
@@ -16,11 +16,11 @@ import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 
 import sparkbloom.BloomConf
 import sparkbloom.index.{
-  BloomIndexException, DataFile, IndexDiscovery, IndexVersion, NotIndexableException, ResolvedTable, RowGroupSelection,
-  TableFormat, TableListing, TableRef
+  BloomIndexException, DataFile, IndexDiscovery, IndexVersion, KeySetPruner, NotIndexableException, ResolvedTable,
+  RowGroupSelection, TableFormat, TableListing, TableRef
 }
 import sparkbloom.predicate.{BloomPredicate, Conditions}
-import sparkbloom.scan.{BloomParquetFileFormat, BloomSkippingFileIndex, NativeFilters, NativeSpec}
+import sparkbloom.scan.{BloomParquetFileFormat, BloomSkippingFileIndex, KeySetFileIndex, NativeFilters, NativeSpec}
 import sparkbloom.shims.FsRelation
 
 /**
@@ -179,6 +179,34 @@ object ParquetFormat extends TableFormat {
     val newRel =
       rel.copy(location = location.getOrElse(rel.location), fileFormat = format, options = options)(rel.sparkSession)
     Some(f.copy(child = l.copy(relation = newRel)))
+  }
+
+  override def keySetScan(session: SparkSession, leaf: LogicalPlan, attr: Attribute, nullFor: Option[Any],
+                          label: String): Option[LogicalPlan] = leaf match {
+    case FsRelation(l, rel, output, table, false)
+        if (isParquet(rel) || rel.fileFormat.isInstanceOf[BloomParquetFileFormat]) &&
+          !rel.location.isInstanceOf[KeySetFileIndex] &&
+          !rel.partitionSchema.fieldNames.exists(n => session.sessionState.conf.resolver(n, attr.name)) =>
+      val names = output.map(a => a.exprId -> a.name).toMap
+      indexes(session, IsNull(attr), rel, names, table.map(_.location)).flatMap { case (root, used) =>
+        val cols = used.collect { case (v, BloomPredicate.IsNull(c)) => v -> c }
+        if (cols.isEmpty) None
+        else {
+          val (format, selection) = rel.fileFormat match {
+            case b: BloomParquetFileFormat => (b, b.selection)
+            case _ =>
+              val sel = new RowGroupSelection(BloomConf.rowGroupPruning(session))
+              (new BloomParquetFileFormat(sel, None), sel)
+          }
+          val opts = NativeFilters.options(session, rel.options)
+          val keySet = new KeySetPruner(session, cols, attr.exprId, attr.dataType, nullFor, selection,
+            l.catalogTable.map(_.identifier.unquotedString).getOrElse(root.toString), opts.int96Probes, label)
+          val newRel = rel.copy(location = new KeySetFileIndex(rel.location, keySet), fileFormat = format)(
+            rel.sparkSession)
+          Some(l.copy(relation = newRel))
+        }
+      }
+    case _ => None
   }
 
   /** The table root and the indexes that answer part of `cond`, if any. */

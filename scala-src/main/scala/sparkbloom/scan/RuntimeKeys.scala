@@ -1,0 +1,60 @@
+package sparkbloom.scan
+
+import org.apache.spark.sql.catalyst.expressions.{Attribute, Coalesce, DynamicPruningExpression, ExprId, Expression}
+import org.apache.spark.sql.execution.{FileSourceScanExec, FilterExec, InSubqueryExec, ProjectExec, SparkPlan}
+
+import sparkbloom.index.{KeySource, RuntimeKeyed}
+
+/**
+ * The physical half of key-set pruning. Spark plans the run-time filter the optimizer planted
+ * ([[sparkbloom.optimizer.KeySetPruningRule]]) into a `FilterExec` over the scan holding
+ * `DynamicPruningExpression(InSubqueryExec(key, subquery))`, with the subquery reading the join's broadcast where
+ * one is reused. This binds the scan's key-set listing ([[RuntimeKeyed]]) to that subquery, so the listing, made
+ * when the scan runs, reads the keys (waiting for them if they are not there yet: the subquery runs once).
+ */
+object RuntimeKeys {
+
+  /** The keys of a run-time filter: the subquery's rows (its one column), distinct. */
+  final case class OfSubquery(sub: InSubqueryExec) extends KeySource {
+    override def keys(): Array[Any] = {
+      val dt = sub.plan.output.head.dataType
+      sub.plan.executeCollect().map(_.get(0, dt))
+    }
+  }
+
+  /** `plan` with every key-set listing under a run-time filter bound to that filter's keys. */
+  def bind(plan: SparkPlan): SparkPlan = plan.transformUp {
+    case f: FilterExec if hasRuntimeFilter(f.condition) =>
+      val subs = runtimeFilters(f.condition)
+      val child = bindUnder(f.child, subs)
+      if (child eq f.child) f else f.copy(child = child)
+  }
+
+  private def hasRuntimeFilter(e: Expression): Boolean = e.exists {
+    case DynamicPruningExpression(_: InSubqueryExec) => true
+    case _ => false
+  }
+
+  /** The run-time filters of a condition, by the column they filter. */
+  private def runtimeFilters(e: Expression): Map[ExprId, InSubqueryExec] = e.collect {
+    case DynamicPruningExpression(s: InSubqueryExec) if keyColumn(s.child).isDefined => keyColumn(s.child).get -> s
+  }.toMap
+
+  private def keyColumn(e: Expression): Option[ExprId] = e match {
+    case a: Attribute => Some(a.exprId)
+    case Coalesce(Seq(a: Attribute, _)) => Some(a.exprId)
+    case _ => None
+  }
+
+  private def bindUnder(p: SparkPlan, subs: Map[ExprId, InSubqueryExec]): SparkPlan = p match {
+    case s: FileSourceScanExec => s.relation.location match {
+        case k: RuntimeKeyed if !k.keySet.bound && subs.contains(k.keySet.keyAttr) =>
+          val bound = k.bind(OfSubquery(subs(k.keySet.keyAttr)))
+          s.copy(relation = s.relation.copy(location = bound)(s.relation.sparkSession))
+        case _ => s
+      }
+    case pr: ProjectExec => val c = bindUnder(pr.child, subs); if (c eq pr.child) pr else pr.copy(child = c)
+    case f: FilterExec => val c = bindUnder(f.child, subs); if (c eq f.child) f else f.copy(child = c)
+    case other => other
+  }
+}

@@ -1,0 +1,166 @@
+package sparkbloom.optimizer
+
+import org.apache.spark.sql.DataFrame
+import org.apache.spark.sql.execution.FileSourceScanExec
+import org.apache.spark.sql.functions._
+
+import sparkbloom.api.BloomIndexes
+import sparkbloom.index.{ColumnSpec, TableRef}
+import sparkbloom.testing.SparkSessionSuite
+
+/**
+ * Key-set pruning on Spark's V1 Parquet source: joins, IN (subquery) and EXISTS skip the files of an indexed
+ * table by the keys the other side produces at run time. Every query is compared with sparkbloom off.
+ */
+class KeySetPruningSuite extends SparkSessionSuite {
+  override protected def sparkConf: Map[String, String] =
+    Map("spark.sparkbloom.runtimePruning.minTableSize" -> "0")
+
+  private val Files = 40
+
+  /** 40 files, one row group each, of 100 ids; ids 0..3999, `k` a string key, `n` an int with NULLs. */
+  private lazy val factDir: String = {
+    val dir = tempDir("fact") + "/t"
+    spark.range(0, 4000, 1, Files)
+      .select(col("id"), concat(lit("k-"), col("id")).as("k"),
+        when(col("id") % 97 === 0, lit(null)).otherwise((col("id") * 3).cast("int")).as("n"),
+        (col("id") % 5).as("v"))
+      .write.parquet(dir)
+    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id"), ColumnSpec("k"), ColumnSpec("n")),
+      Map.empty, ifNotExists = false)
+    dir
+  }
+  private def fact: DataFrame = spark.read.parquet(factDir)
+
+  private lazy val dimDir: String = {
+    val dir = tempDir("dim") + "/d"
+    // keys present in 3 files, one absent key, a NULL, and a duplicate
+    spark.createDataFrame(Seq[(java.lang.Long, String, java.lang.Integer, String)](
+      (5L, "k-5", 15, "IS"), (2050L, "k-2050", 6150, "IS"), (3999L, "k-3999", 11997, "IS"),
+      (99999L, "absent", 1, "IS"), (null, null, null, "IS"), (5L, "k-5", 15, "IS"), (7L, "k-7", 21, "NO")))
+      .toDF("did", "dk", "dn", "country")
+      .write.parquet(dir)
+    dir
+  }
+  private def dim: DataFrame = spark.read.parquet(dimDir)
+  private def isDim: DataFrame = dim.where(col("country") === "IS")
+
+  /** Files read by the scans of the table under a folder named `marker` (the key side's scans left out). */
+  private def factRead(o: Outcome, marker: String = "/fact"): Long = collect(o.plan) {
+    case s: FileSourceScanExec if s.relation.location.rootPaths.exists(_.toString.contains(marker)) =>
+      s.metrics.get("numFiles").map(_.value).getOrElse(0L)
+  }.sum
+
+  private def explain(df: DataFrame): String = df.queryExecution.executedPlan.toString
+
+  private val settings: Seq[(String, Seq[(String, String)])] = Seq(
+    "AQE, broadcast" -> Seq("spark.sql.adaptive.enabled" -> "true"),
+    "AQE, shuffle join" -> Seq("spark.sql.adaptive.enabled" -> "true",
+      "spark.sql.autoBroadcastJoinThreshold" -> "-1"),
+    "no AQE, broadcast" -> Seq("spark.sql.adaptive.enabled" -> "false"),
+    "no AQE, shuffle join" -> Seq("spark.sql.adaptive.enabled" -> "false",
+      "spark.sql.autoBroadcastJoinThreshold" -> "-1"))
+
+  for ((name, confs) <- settings) {
+    test(s"an inner join reads only the files holding the other side's keys ($name)") {
+      withSQLConf(confs: _*) {
+        val o = compare(fact.join(isDim, col("id") === col("did")))
+        assert(o.on == o.off)
+        assert(o.on.size == 4) // 5 twice, 2050, 3999
+        assert(factRead(o) == 3, o.plan.toString)
+        assert(o.metrics.get("keysProbed").contains(4L), o.metrics) // 5, 2050, 3999, 99999 (NULL never joins)
+        assert(o.metrics.get("filesSkipped").contains((Files - 3).toLong), o.metrics)
+        assert(o.plan.toString.contains("run-time keys"), o.plan.toString)
+      }
+    }
+  }
+
+  test("string keys, and a join key of another type coerced by Spark, agree and prune") {
+    val s = compare(fact.join(isDim, col("k") === col("dk")))
+    assert(s.on == s.off && s.on.size == 4 && factRead(s) == 3)
+    // int column joined with a bigint key: Spark casts the int side, so that scan is not pruned, never wrong
+    val c = compare(fact.join(isDim, col("n") === col("did")))
+    assert(c.on == c.off)
+    // bigint column joined with an int key: the key side is cast, the column is pruned
+    val w = compare(fact.join(isDim, col("id") === col("dn")))
+    assert(w.on == w.off && w.on.nonEmpty)
+    assert(factRead(w) < Files)
+  }
+
+  test("every join type: rows as without the index; preserved and anti sides are never pruned") {
+    for (t <- Seq("inner", "left_semi", "left_outer", "right_outer", "full_outer", "left_anti", "cross")) {
+      def q1 = fact.join(isDim, col("id") === col("did"), t)
+      val o1 = compare(q1)
+      assert(o1.on == o1.off, t)
+      def q2 = isDim.join(fact, col("id") === col("did"), t)
+      val o2 = compare(q2)
+      assert(o2.on == o2.off, t)
+      val factPrunedIn1 = Set("inner", "left_semi", "right_outer", "cross")
+      val factPrunedIn2 = Set("inner", "left_outer", "cross")
+      if (!factPrunedIn1(t)) assert(o1.metrics.get("keysProbed").forall(_ == 0L), s"$t: ${o1.metrics}")
+      else assert(factRead(o1) == 3, s"$t ${o1.plan}")
+      if (!factPrunedIn2(t)) assert(o2.metrics.get("keysProbed").forall(_ == 0L), s"$t: ${o2.metrics}")
+      else assert(factRead(o2) == 3, s"$t ${o2.plan}")
+    }
+  }
+
+  test("<=> matches NULL keys: files holding NULLs are read when the keys hold a NULL") {
+    val o = compare(fact.join(dim, col("n") <=> col("dn")))
+    assert(o.on == o.off)
+    assert(o.on.exists(_.isNullAt(fact.columns.indexOf("n"))), "a NULL n joined the NULL dn")
+    val noNull = compare(fact.join(dim.where(col("dn").isNotNull), col("n") <=> col("dn")))
+    assert(noNull.on == noNull.off)
+  }
+
+  test("IN (subquery), EXISTS and their negations") {
+    fact.createOrReplaceTempView("fact"); isDim.createOrReplaceTempView("isdim")
+    val in = compare(sql("SELECT * FROM fact WHERE id IN (SELECT did FROM isdim)"))
+    assert(in.on == in.off && in.on.size == 3 && factRead(in) == 3)
+    val exists = compare(sql("SELECT * FROM fact f WHERE EXISTS (SELECT 1 FROM isdim d WHERE d.dk = f.k)"))
+    assert(exists.on == exists.off && exists.on.size == 3 && factRead(exists) == 3)
+    val notIn = compare(sql("SELECT * FROM fact WHERE id NOT IN (SELECT did FROM isdim WHERE did IS NOT NULL)"))
+    assert(notIn.on == notIn.off && notIn.on.size == 4000 - 3)
+    val notExists = compare(sql("SELECT * FROM fact f WHERE NOT EXISTS (SELECT 1 FROM isdim d WHERE d.dk = f.k)"))
+    assert(notExists.on == notExists.off && notExists.on.size == 4000 - 3)
+    val inOr = compare(sql("SELECT * FROM fact WHERE id IN (SELECT did FROM isdim) OR v = 1"))
+    assert(inOr.on == inOr.off)
+  }
+
+  test("an empty key side reads no indexed file; a key side over the cap reads everything") {
+    val empty = compare(fact.join(dim.where(col("country") === "none"), col("id") === col("did")))
+    assert(empty.on == empty.off && empty.on.isEmpty)
+    assert(factRead(empty) == 0, empty.plan.toString)
+    withSQLConf("spark.sparkbloom.runtimePruning.maxKeys" -> "2") {
+      val capped = compare(fact.join(dim.where(col("country") === "IS"), col("id") === col("did")))
+      assert(capped.on == capped.off)
+      assert(factRead(capped) == Files)
+    }
+    val big = spark.range(0, 3000).toDF("bid")
+    val many = compare(fact.join(big, col("id") === col("bid")))
+    assert(many.on == many.off && many.on.size == 3000)
+  }
+
+  test("switched off, by the switch or by Spark's dynamic pruning switch, nothing is planned") {
+    for (c <- Seq("spark.sparkbloom.runtimePruning.enabled", "spark.sql.optimizer.dynamicPartitionPruning.enabled"))
+      withSQLConf(c -> "false") {
+        val o = compare(fact.join(isDim, col("id") === col("did")))
+        assert(o.on == o.off && factRead(o) == Files, c)
+      }
+    withSQLConf("spark.sparkbloom.runtimePruning.minTableSize" -> "1g") {
+      val o = compare(fact.join(isDim, col("id") === col("did")))
+      assert(o.on == o.off && factRead(o) == Files)
+    }
+  }
+
+  test("a file added after the index was built is read") {
+    val dir = tempDir("grow") + "/t"
+    spark.range(0, 1000, 1, 10).write.parquet(dir)
+    BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id")), Map.empty, ifNotExists = false)
+    spark.range(5000, 5010, 1, 1).write.mode("append").parquet(dir)
+    val keys = spark.range(5003, 5004).toDF("x")
+    val t = spark.read.parquet(dir)
+    val o = compare(t.join(keys, col("id") === col("x")))
+    assert(o.on == o.off && o.on.size == 1)
+    assert(factRead(o, "/grow") == 1)
+  }
+}

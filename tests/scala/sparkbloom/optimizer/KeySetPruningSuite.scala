@@ -36,8 +36,8 @@ class KeySetPruningSuite extends SparkSessionSuite {
     val dir = tempDir("dim") + "/d"
     // keys present in 3 files, one absent key, a NULL, and a duplicate
     spark.createDataFrame(Seq[(java.lang.Long, String, java.lang.Integer, String)](
-      (5L, "k-5", 15, "IS"), (2050L, "k-2050", 6150, "IS"), (3999L, "k-3999", 11997, "IS"),
-      (99999L, "absent", 1, "IS"), (null, null, null, "IS"), (5L, "k-5", 15, "IS"), (7L, "k-7", 21, "NO")))
+        (5L, "k-5", 15, "IS"), (2050L, "k-2050", 6150, "IS"), (3999L, "k-3999", 11997, "IS"),
+        (99999L, "absent", 1, "IS"), (null, null, null, "IS"), (5L, "k-5", 15, "IS"), (7L, "k-7", 21, "NO")))
       .toDF("did", "dk", "dn", "country")
       .write.parquet(dir)
     dir

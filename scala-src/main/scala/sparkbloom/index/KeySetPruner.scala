@@ -77,15 +77,18 @@ final class KeySetPruner(
       val cap = BloomConf.runtimeMaxKeys(session)
       val rowGroups = indexes.map(_._1.layout.numRowGroups.toLong).foldLeft(0L)(math.max)
       val keptShare = if (rowGroups == 0) 0.0 else keys.length * (1.0 + budget) / rowGroups
-      if (keys.length > cap) decline(statuses.length, keys.length, s"${keys.length} keys, over the cap of $cap (${BloomConf.RuntimeMaxKeys})")
+      val n = keys.length
+      if (n > cap) decline(statuses.length, n, s"$n keys, over the cap of $cap (${BloomConf.RuntimeMaxKeys})")
       else if (keptShare > BloomConf.runtimeMaxKeptFraction(session))
-        decline(statuses.length, keys.length, f"${keys.length} keys would keep about ${keptShare * 100}%.0f%% of $rowGroups row groups " +
-          s"(${BloomConf.RuntimeMaxKeptFraction})")
+        decline(statuses.length, n,
+          f"$n keys would keep about ${keptShare * 100}%.0f%% of $rowGroups row groups " +
+            s"(${BloomConf.RuntimeMaxKeptFraction})")
       else {
         val nonNull = keys.filter(_ != null)
         val withNull = keys.contains(null) || nullFor.exists(d => nonNull.exists(KeySetPruner.sameValue(_, d)))
         val preds = indexes.map { case (v, c) =>
-          val in: BloomPredicate = if (nonNull.isEmpty) BloomPredicate.Nothing else BloomPredicate.In(c, dataType, nonNull.toSeq)
+          val in: BloomPredicate =
+            if (nonNull.isEmpty) BloomPredicate.Nothing else BloomPredicate.In(c, dataType, nonNull.toSeq)
           v -> (if (withNull && nullFor.isDefined) BloomPredicate.or(in, BloomPredicate.IsNull(c)) else in)
         }
         val p = new IndexPruner(session, preds, selection, tableName, int96Probes,
@@ -105,7 +108,7 @@ final class KeySetPruner(
     val p = new IndexPruner(session, template.indexes, selection, tableName, int96Probes,
       shown = Some(s"$label: declined, $why"), keysProbed = keys)
     p.lastSkipping = Some(ScanSkipping(indexes.map(i => s"${i._1.meta.name} on ${i._1.meta.table}").distinct
-      .mkString(", "), tableName, p.predicateSql, files, files, 0L, 0L, 0L, keysProbed = keys))
+        .mkString(", "), tableName, p.predicateSql, files, files, 0L, 0L, 0L, keysProbed = keys))
     last = p
     None
   }

@@ -104,10 +104,12 @@ class KeySetPruningRule(session: SparkSession, formats: Seq[TableFormat]) extend
           values.indices.map(i => (values(i), q.plan, outs, i, "IN (subquery)"))
         case e: Exists if e.joinCond.nonEmpty && !correlatedInside(e.plan) =>
           e.joinCond.flatMap(splitConjunctivePredicates).collect {
-            case EqualTo(a, b) if b.references.nonEmpty && b.references.subsetOf(e.plan.outputSet) &&
-                a.references.subsetOf(child.outputSet) => (a, e.plan, Seq(b), 0, "EXISTS")
-            case EqualTo(b, a) if b.references.nonEmpty && b.references.subsetOf(e.plan.outputSet) &&
-                a.references.subsetOf(child.outputSet) => (a, e.plan, Seq(b), 0, "EXISTS")
+            case EqualTo(a, b)
+                if b.references.nonEmpty && b.references.subsetOf(e.plan.outputSet) &&
+                  a.references.subsetOf(child.outputSet) => (a, e.plan, Seq(b), 0, "EXISTS")
+            case EqualTo(b, a)
+                if b.references.nonEmpty && b.references.subsetOf(e.plan.outputSet) &&
+                  a.references.subsetOf(child.outputSet) => (a, e.plan, Seq(b), 0, "EXISTS")
           }
         case _ => Nil
       }

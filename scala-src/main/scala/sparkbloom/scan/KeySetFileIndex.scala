@@ -37,8 +37,9 @@ class KeySetFileIndex(val delegate: FileIndex, val keySet: KeySetPruner)
     if (!keySet.bound) return listed
     try {
       var whole = false
-      val kept = BloomSkippingFileIndex.keepListed(listed, statuses =>
-        keySet.keep(statuses).getOrElse { whole = true; new java.util.BitSet(0) })
+      val kept = BloomSkippingFileIndex.keepListed(listed,
+        statuses =>
+          keySet.keep(statuses).getOrElse { whole = true; new java.util.BitSet(0) })
       if (whole) listed else kept
     } catch {
       case NonFatal(e) =>

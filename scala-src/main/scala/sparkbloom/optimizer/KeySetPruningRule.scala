@@ -15,6 +15,7 @@ import org.apache.spark.sql.internal.SQLConf
 
 import sparkbloom.BloomConf
 import sparkbloom.index.TableFormat
+import sparkbloom.scan.KeySetFilter
 import sparkbloom.shims.DynamicPruning
 
 /**
@@ -131,8 +132,11 @@ class KeySetPruningRule(session: SparkSession, formats: Seq[TableFormat]) extend
     if (side.isStreaming || build.isStreaming) return false
     val stats = build.stats
     val rowSize = math.max(1L, build.output.map(a => a.dataType.defaultSize.toLong).sum + 8L)
+    // Unknown size (an RDD, e.g. the source a MERGE has checkpointed): planned, and the cap applies at run time.
+    val unknown = stats.rowCount.isEmpty && stats.sizeInBytes >= SQLConf.get.defaultSizeInBytes
     val keys: BigInt = stats.rowCount.getOrElse(stats.sizeInBytes / rowSize)
-    keys <= BloomConf.runtimeMaxKeys(session) && side.stats.sizeInBytes >= BloomConf.runtimeMinTableSize(session)
+    (unknown || keys <= BloomConf.runtimeMaxKeys(session)) &&
+    side.stats.sizeInBytes >= BloomConf.runtimeMinTableSize(session)
   }
 
   /**
@@ -152,7 +156,8 @@ class KeySetPruningRule(session: SparkSession, formats: Seq[TableFormat]) extend
       TableFormat.first(formats)(_.keySetScan(session, leaf, attr, nullFor, label)).map { pruned =>
         // The key side is computed a second time unless the join's broadcast is reused: only if deterministic.
         // With `<=>` the key is coalesce(c, d): rows whose c is NULL are kept as d, as the join compares them.
-        Filter(DynamicPruning.subquery(key, build, buildKeys, i, onlyInBroadcast = !build.deterministic), pruned)
+        Filter(KeySetFilter(DynamicPruning.subquery(key, build, buildKeys, i, onlyInBroadcast = !build.deterministic)),
+          pruned)
       }
     }
   }

@@ -152,6 +152,24 @@ class KeySetPruningSuite extends SparkSessionSuite {
     }
   }
 
+  test("Spark's V2 Parquet scan: joins and IN (subquery) read only the files holding the keys") {
+    withSQLConf("spark.sql.sources.useV1SourceList" -> "") {
+      for (aqe <- Seq("true", "false")) withSQLConf("spark.sql.adaptive.enabled" -> aqe) {
+        val o = compare(fact.join(isDim, col("id") === col("did")))
+        assert(o.on == o.off && o.on.size == 4)
+        assert(o.plan.toString.contains("BatchScan") && o.plan.toString.contains("run-time keys"), o.plan.toString)
+        assert(o.metrics.get("keysProbed").contains(4L), o.metrics)
+        assert(o.metrics.get("filesSkipped").contains((Files - 3).toLong), o.metrics)
+        fact.createOrReplaceTempView("fact2"); isDim.createOrReplaceTempView("isdim2")
+        val in = compare(sql("SELECT * FROM fact2 WHERE k IN (SELECT dk FROM isdim2)"))
+        assert(in.on == in.off && in.on.size == 3)
+        assert(in.metrics.get("filesSkipped").contains((Files - 3).toLong), in.metrics)
+        val outer = compare(fact.join(isDim, col("id") === col("did"), "left_outer"))
+        assert(outer.on == outer.off && outer.on.size == 4000 + 1)
+      }
+    }
+  }
+
   test("a file added after the index was built is read") {
     val dir = tempDir("grow") + "/t"
     spark.range(0, 1000, 1, 10).write.parquet(dir)

@@ -48,6 +48,14 @@ trait TableFormat {
   def keySetScan(session: SparkSession, leaf: LogicalPlan, attr: Attribute, nullFor: Option[Any],
                  label: String): Option[LogicalPlan] = None
 
+  /**
+   * Key-set pruning of a scan this format prunes only once it is physical (Spark's V2 Parquet scan): `scan` reading,
+   * when it runs, only the files whose row groups may hold one of the keys `keys` gives for `attr`. None when the
+   * scan is not this format's or no index covers the column.
+   */
+  def keySetPhysical(session: SparkSession, scan: SparkPlan, attr: Attribute, nullFor: Option[Any],
+                     keys: KeySource): Option[SparkPlan] = None
+
   /** A physical scan replaced by one that prunes at execution (Spark's V2 scans); None leaves it as it is. */
   def rewritePhysical(session: SparkSession, scan: SparkPlan): Option[SparkPlan] = None
 }

@@ -24,7 +24,7 @@ class BloomScanRule(session: SparkSession, formats: Seq[TableFormat]) extends Co
   private val log = LoggerFactory.getLogger(getClass)
 
   override def preColumnarTransitions: Rule[SparkPlan] = new Rule[SparkPlan] {
-    override def apply(plan: SparkPlan): SparkPlan = wrap(RuntimeKeys.bind(plan))
+    override def apply(plan: SparkPlan): SparkPlan = wrap(RuntimeKeys.bind(plan, session, formats))
   }
 
   private def wrap(p: SparkPlan): SparkPlan = p match {

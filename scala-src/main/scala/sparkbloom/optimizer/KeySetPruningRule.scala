@@ -4,13 +4,14 @@ import scala.util.control.NonFatal
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{
-  Attribute, Coalesce, EqualTo, Exists, Expression, InSubquery, InputFileBlockLength, InputFileBlockStart,
-  InputFileName, ListQuery, Literal, MonotonicallyIncreasingID, OuterReference, PredicateHelper
+  Attribute, Coalesce, DynamicPruningSubquery, EqualTo, Exists, Expression, InSubquery, InputFileBlockLength,
+  InputFileBlockStart, InputFileName, ListQuery, Literal, MonotonicallyIncreasingID, OuterReference, PredicateHelper
 }
 import org.apache.spark.sql.catalyst.planning.ExtractEquiJoinKeys
 import org.apache.spark.sql.catalyst.plans.{Cross, Inner, JoinType, LeftOuter, LeftSemi, RightOuter}
-import org.apache.spark.sql.catalyst.plans.logical.{Filter, Join, LogicalPlan, Project}
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, Join, LogicalPlan, Project, Statistics}
 import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
 import org.apache.spark.sql.internal.SQLConf
 
 import sparkbloom.BloomConf
@@ -68,7 +69,9 @@ class KeySetPruningRule(session: SparkSession, formats: Seq[TableFormat]) extend
     if (leftKeys.isEmpty) return None
     val (pruneLeft, pruneRight) = prunableSides(j.joinType)
     // One side per join: the larger one, if both may be pruned (a key side must not depend on its own pruning).
-    val order = if (j.left.stats.sizeInBytes >= j.right.stats.sizeInBytes) Seq(true, false) else Seq(false, true)
+    val order = if (size(j.left).getOrElse(BigInt(Long.MaxValue)) >= size(j.right).getOrElse(BigInt(Long.MaxValue)))
+      Seq(true, false)
+    else Seq(false, true)
     order.iterator.flatMap { left =>
       if (left && pruneLeft)
         pruneSide(j.left, leftKeys, j.right, rightKeys, "a join").map(n => j.copy(left = n))
@@ -130,14 +133,21 @@ class KeySetPruningRule(session: SparkSession, formats: Seq[TableFormat]) extend
   /** Estimated keys within the cap, and a table big enough to be worth it. */
   private def worthIt(side: LogicalPlan, build: LogicalPlan): Boolean = {
     if (side.isStreaming || build.isStreaming) return false
-    val stats = build.stats
     val rowSize = math.max(1L, build.output.map(a => a.dataType.defaultSize.toLong).sum + 8L)
-    // Unknown size (an RDD, e.g. the source a MERGE has checkpointed): planned, and the cap applies at run time.
-    val unknown = stats.rowCount.isEmpty && stats.sizeInBytes >= SQLConf.get.defaultSizeInBytes
-    val keys: BigInt = stats.rowCount.getOrElse(stats.sizeInBytes / rowSize)
-    (unknown || keys <= BloomConf.runtimeMaxKeys(session)) &&
-    side.stats.sizeInBytes >= BloomConf.runtimeMinTableSize(session)
+    // Unknown size (an RDD, e.g. the source a MERGE has checkpointed; a V2 table before its scan is built):
+    // planned, and the key cap applies at run time.
+    val keys: Option[BigInt] = stats(build).flatMap { st =>
+      if (st.rowCount.isEmpty && st.sizeInBytes >= SQLConf.get.defaultSizeInBytes) None
+      else Some(st.rowCount.getOrElse(st.sizeInBytes / rowSize))
+    }
+    keys.forall(_ <= BloomConf.runtimeMaxKeys(session)) &&
+    size(side).forall(_ >= BloomConf.runtimeMinTableSize(session))
   }
+
+  /** Spark's estimate, None where it cannot give one yet (a V2 relation before its scan is built). */
+  private def stats(p: LogicalPlan): Option[Statistics] = try Some(p.stats)
+  catch { case NonFatal(_) => None }
+  private def size(p: LogicalPlan): Option[BigInt] = stats(p).map(_.sizeInBytes)
 
   /**
    * `side` with `Filter(run-time filter on key)` planted right above its scan, whose listing becomes key-set
@@ -150,16 +160,29 @@ class KeySetPruningRule(session: SparkSession, formats: Seq[TableFormat]) extend
       case Coalesce(Seq(a: Attribute, Literal(d, _))) if d != null => (a, Some(d)) // `<=>` (ExtractEquiJoinKeys)
       case _ => return None
     }
-    if (buildKeys(i).dataType != key.dataType) return None
+    if (buildKeys(i).dataType != key.dataType || planted(side, attr)) return None
     val label = s"${attr.name} IN (run-time keys of $what)"
     descend(side, attr) { leaf =>
       TableFormat.first(formats)(_.keySetScan(session, leaf, attr, nullFor, label)).map { pruned =>
         // The key side is computed a second time unless the join's broadcast is reused: only if deterministic.
         // With `<=>` the key is coalesce(c, d): rows whose c is NULL are kept as d, as the join compares them.
-        Filter(KeySetFilter(DynamicPruning.subquery(key, build, buildKeys, i, onlyInBroadcast = !build.deterministic)),
-          pruned)
+        // A V2 table on the key side has not had its scan built yet (this rule runs before Spark pushes down into
+        // V2 scans), so the key side is optimized on its own first.
+        val keysPlan =
+          if (build.exists(_.isInstanceOf[DataSourceV2Relation])) session.sessionState.optimizer.execute(build)
+          else build
+        Filter(KeySetFilter(DynamicPruning.subquery(key, keysPlan, buildKeys, i, !build.deterministic)), pruned)
       }
     }
+  }
+
+  /** Whether `side` already has a run-time filter on `attr` (the rule runs again over its own output). */
+  private def planted(side: LogicalPlan, attr: Attribute): Boolean = side.exists {
+    case Filter(c, _) => c.exists {
+        case KeySetFilter(d: DynamicPruningSubquery) => d.pruningKey.references.contains(attr)
+        case _ => false
+      }
+    case _ => false
   }
 
   /**

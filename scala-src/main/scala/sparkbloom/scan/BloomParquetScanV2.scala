@@ -20,7 +20,7 @@ import sparkbloom.index.{RowGroupSelection, SerializableConf}
  * is never wrapped (it answers from footers, not rows).
  */
 class BloomParquetScanV2(val original: ParquetScan, val spec: NativeSpec, minSkipPerExtraRead: Long,
-                         val index: Option[BloomSkippingFileIndex] = None)
+                         val index: Option[PrunedListing] = None)
   extends ParquetScan(original.sparkSession, original.hadoopConf, original.fileIndex, original.dataSchema,
     original.readDataSchema, original.readPartitionSchema, original.pushedFilters, original.options,
     original.pushedAggregate, original.partitionFilters, original.dataFilters) {
@@ -58,7 +58,7 @@ class BloomParquetScanV2(val original: ParquetScan, val spec: NativeSpec, minSki
   }
 
   override def description(): String = super.description() +
-    index.map(i => s", BloomIndexes: [${i.indexNames}] [${i.predicateSql}]").getOrElse("") +
+    index.map(i => s", BloomIndexes: [${i.pruner.indexNames}] [${i.pruner.predicateSql}]").getOrElse("") +
     (if (NativeFilters.prunable(spec.all)) s", NativeBloomFilters: [${spec.all.sql}]" else "")
   override def equals(o: Any): Boolean = o match {
     case b: BloomParquetScanV2 => b eq this

@@ -25,7 +25,7 @@ class BloomSkippingFileIndex(
     val indexes: Seq[(IndexVersion, BloomPredicate)],
     val selection: RowGroupSelection,
     val tableName: String,
-    val int96Probes: Boolean = true) extends FileIndexShims with PrunedSource {
+    val int96Probes: Boolean = true) extends FileIndexShims with PrunedListing {
 
   private val log = LoggerFactory.getLogger(getClass)
   val pruner = new IndexPruner(session, indexes, selection, tableName, int96Probes)
@@ -62,6 +62,11 @@ class BloomSkippingFileIndex(
     case _ => false
   }
   override def hashCode(): Int = delegate.hashCode() * 31 + predicateSql.hashCode
+}
+
+/** A file index that prunes another's listing, and the row groups of the kept files it selected. */
+trait PrunedListing extends FileIndex with PrunedSource {
+  def selection: RowGroupSelection
 }
 
 object BloomSkippingFileIndex {

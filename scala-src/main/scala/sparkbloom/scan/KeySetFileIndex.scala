@@ -8,7 +8,7 @@ import org.apache.spark.sql.execution.datasources.{FileIndex, PartitionDirectory
 import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 
-import sparkbloom.index.{IndexPruner, KeySetPruner, KeySource, PrunedSource, RuntimeKeyed}
+import sparkbloom.index.{IndexPruner, KeySetPruner, KeySource, RowGroupSelection, RuntimeKeyed}
 import sparkbloom.shims.FileIndexShims
 
 /**
@@ -18,11 +18,12 @@ import sparkbloom.shims.FileIndexShims
  * [[BloomParquetFileFormat]]). Unbound, declined, or on any error: the whole listing.
  */
 class KeySetFileIndex(val delegate: FileIndex, val keySet: KeySetPruner)
-  extends FileIndexShims with PrunedSource with RuntimeKeyed {
+  extends FileIndexShims with PrunedListing with RuntimeKeyed {
 
   private val log = LoggerFactory.getLogger(getClass)
 
   override def pruner: IndexPruner = keySet.pruner
+  override def selection: RowGroupSelection = keySet.selection
   def bind(src: KeySource): KeySetFileIndex = new KeySetFileIndex(delegate, keySet.bind(src))
 
   override def rootPaths: Seq[Path] = delegate.rootPaths

@@ -1,9 +1,15 @@
 package sparkbloom.scan
 
-import org.apache.spark.sql.catalyst.expressions.{Attribute, Coalesce, DynamicPruningExpression, ExprId, Expression}
-import org.apache.spark.sql.execution.{FileSourceScanExec, FilterExec, InSubqueryExec, ProjectExec, SparkPlan}
+import scala.util.control.NonFatal
 
-import sparkbloom.index.{KeySource, RuntimeKeyed}
+import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.expressions.{
+  Attribute, Coalesce, DynamicPruningExpression, ExprId, Expression, Literal
+}
+import org.apache.spark.sql.execution.{FileSourceScanExec, FilterExec, InSubqueryExec, ProjectExec, SparkPlan}
+import org.apache.spark.sql.execution.datasources.v2.BatchScanExec
+
+import sparkbloom.index.{KeySource, RuntimeKeyed, TableFormat}
 
 /**
  * The physical half of key-set pruning. Spark plans the run-time filter the optimizer planted
@@ -23,10 +29,10 @@ object RuntimeKeys {
   }
 
   /** `plan` with every key-set listing under a run-time filter bound to that filter's keys. */
-  def bind(plan: SparkPlan): SparkPlan = plan.transformUp {
+  def bind(plan: SparkPlan, session: SparkSession, formats: Seq[TableFormat]): SparkPlan = plan.transformUp {
     case f: FilterExec if hasRuntimeFilter(f.condition) =>
       val subs = runtimeFilters(f.condition)
-      val child = bindUnder(f.child, subs)
+      val child = bindUnder(f.child, subs, session, formats)
       if (child eq f.child) f else f.copy(child = child)
   }
 
@@ -37,24 +43,42 @@ object RuntimeKeys {
 
   /** The run-time filters of a condition, by the column they filter. */
   private def runtimeFilters(e: Expression): Map[ExprId, InSubqueryExec] = e.collect {
-    case DynamicPruningExpression(s: InSubqueryExec) if keyColumn(s.child).isDefined => keyColumn(s.child).get -> s
+    case DynamicPruningExpression(s: InSubqueryExec) if keyColumn(s.child).isDefined =>
+      keyColumn(s.child).get._1.exprId -> s
   }.toMap
 
-  private def keyColumn(e: Expression): Option[ExprId] = e match {
-    case a: Attribute => Some(a.exprId)
-    case Coalesce(Seq(a: Attribute, _)) => Some(a.exprId)
+  /** The column a run-time filter filters, and the value standing for NULL (`<=>`: `coalesce(c, d)`). */
+  private def keyColumn(e: Expression): Option[(Attribute, Option[Any])] = e match {
+    case a: Attribute => Some((a, None))
+    case Coalesce(Seq(a: Attribute, Literal(d, _))) if d != null => Some((a, Some(d)))
     case _ => None
   }
 
-  private def bindUnder(p: SparkPlan, subs: Map[ExprId, InSubqueryExec]): SparkPlan = p match {
+  private def bindUnder(p: SparkPlan, subs: Map[ExprId, InSubqueryExec], session: SparkSession,
+                        formats: Seq[TableFormat]): SparkPlan = p match {
+    case b: BatchScanExec =>
+      b.output.iterator.filter(a => subs.contains(a.exprId)).flatMap { a =>
+        val (attr, nullFor) = keyColumn(subs(a.exprId).child).get
+        try TableFormat.first(formats)(_.keySetPhysical(session, b, attr, nullFor, OfSubquery(subs(a.exprId))))
+        catch {
+          case NonFatal(e) =>
+            org.slf4j.LoggerFactory.getLogger(getClass).warn(s"sparkbloom: run-time pruning of a V2 scan left out: $e")
+            None
+        }
+      }.toSeq.headOption
+        // Under the metrics node right away: Spark's V2 scan compares equal to the one it replaces (its scan's
+        // equality is the original scan's), and a plan transform would keep the old one.
+        .map(BloomScanMetricsExec(_)).getOrElse(b)
     case s: FileSourceScanExec => s.relation.location match {
         case k: RuntimeKeyed if !k.keySet.bound && subs.contains(k.keySet.keyAttr) =>
           val bound = k.bind(OfSubquery(subs(k.keySet.keyAttr)))
           s.copy(relation = s.relation.copy(location = bound)(s.relation.sparkSession))
         case _ => s
       }
-    case pr: ProjectExec => val c = bindUnder(pr.child, subs); if (c eq pr.child) pr else pr.copy(child = c)
-    case f: FilterExec => val c = bindUnder(f.child, subs); if (c eq f.child) f else f.copy(child = c)
+    case pr: ProjectExec =>
+      val c = bindUnder(pr.child, subs, session, formats); if (c eq pr.child) pr else pr.copy(child = c)
+    case f: FilterExec =>
+      val c = bindUnder(f.child, subs, session, formats); if (c eq f.child) f else f.copy(child = c)
     case other => other
   }
 }

@@ -32,8 +32,8 @@ object SkippingReport extends AdaptiveSparkPlanHelper {
         if b.scan.isInstanceOf[BloomParquetScanV2] &&
           b.scan.asInstanceOf[BloomParquetScanV2].index.isDefined =>
       val index = b.scan.asInstanceOf[BloomParquetScanV2].index.get
-      index.lastSkipping.orElse {
-        b.scan.asInstanceOf[BloomParquetScanV2].planInputPartitions(); index.lastSkipping
+      index.pruner.lastSkipping.orElse {
+        b.scan.asInstanceOf[BloomParquetScanV2].planInputPartitions(); index.pruner.lastSkipping
       }.map(withNative(b, _))
     case b: org.apache.spark.sql.execution.datasources.v2.BatchScanExec
         if BloomScanMetricsExec.nativeMetrics(b).isDefined =>

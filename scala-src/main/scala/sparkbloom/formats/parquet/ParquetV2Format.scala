@@ -5,16 +5,20 @@ import java.util.Locale
 import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{And, AttributeReference, Expression}
+import org.apache.spark.sql.catalyst.expressions.{And, Attribute, AttributeReference, Expression, IsNull, Literal}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan}
 import org.apache.spark.sql.execution.SparkPlan
-import org.apache.spark.sql.execution.datasources.v2.{BatchScanExec, DataSourceV2Relation}
+import org.apache.spark.sql.execution.datasources.v2.{BatchScanExec, DataSourceV2Relation, DataSourceV2ScanRelation}
 import org.apache.spark.sql.execution.datasources.v2.parquet.{ParquetScan, ParquetTable}
 import org.apache.spark.sql.util.CaseInsensitiveStringMap
 
 import sparkbloom.BloomConf
-import sparkbloom.index.{IndexDiscovery, NotIndexableException, ResolvedTable, RowGroupSelection, TableFormat, TableRef}
-import sparkbloom.scan.{BloomParquetScanV2, BloomSkippingFileIndex, NativeFilters, NativeSpec}
+import sparkbloom.index.{
+  IndexDiscovery, IndexVersion, KeySetPruner, KeySource, NotIndexableException, ResolvedTable, RowGroupSelection,
+  TableFormat, TableRef
+}
+import sparkbloom.predicate.BloomPredicate
+import sparkbloom.scan.{BloomParquetScanV2, BloomSkippingFileIndex, KeySetFileIndex, NativeFilters, NativeSpec}
 
 /**
  * Spark's V2 Parquet source (`spark.read.parquet` with parquet out of `spark.sql.sources.useV1SourceList`). Its
@@ -54,6 +58,49 @@ object ParquetV2Format extends TableFormat {
   override def rewritePhysical(session: SparkSession, scan: SparkPlan): Option[SparkPlan] = scan match {
     case b: BatchScanExec if b.scan.getClass == classOf[ParquetScan] =>
       wrap(session, b.scan.asInstanceOf[ParquetScan], BloomConf.nativeFilters(session)).map(w => b.copy(scan = w))
+    case _ => None
+  }
+
+  /** The scan unchanged when an index covers `attr` (its run-time filter is planted above it, bound physically). */
+  override def keySetScan(session: SparkSession, leaf: LogicalPlan, attr: Attribute, nullFor: Option[Any],
+                          label: String): Option[LogicalPlan] = leaf match {
+    case r: DataSourceV2Relation if r.table.getClass == classOf[ParquetTable] =>
+      keySetTable(session, r.table.asInstanceOf[ParquetTable], attr).map(_ => r)
+    case s: DataSourceV2ScanRelation if s.relation.table.getClass == classOf[ParquetTable] =>
+      keySetTable(session, s.relation.table.asInstanceOf[ParquetTable], attr).map(_ => s)
+    case _ => None
+  }
+
+  private def keySetTable(session: SparkSession, t: ParquetTable,
+                          attr: Attribute): Option[Seq[(IndexVersion, String)]] =
+    if (t.fileIndex.partitionSchema.fieldNames.exists(session.sessionState.conf.resolver(_, attr.name))) None
+    else keySetIndexes(session, t.fileIndex.rootPaths, attr)
+
+  private def keySetIndexes(session: SparkSession, roots: Seq[org.apache.hadoop.fs.Path],
+                            attr: Attribute): Option[Seq[(IndexVersion, String)]] = roots match {
+    case Seq(root) =>
+      IndexDiscovery.indexesAt(session, root, IsNull(attr), Map(attr.exprId -> attr.name))
+        .map(_._2.collect { case (v, BloomPredicate.IsNull(c)) => v -> c }).filter(_.nonEmpty)
+    case _ => None
+  }
+
+  override def keySetPhysical(session: SparkSession, scan: SparkPlan, attr: Attribute, nullFor: Option[Any],
+                              keys: KeySource): Option[SparkPlan] = scan match {
+    case b: BatchScanExec if b.scan.getClass == classOf[ParquetScan] =>
+      val s = b.scan.asInstanceOf[ParquetScan]
+      if (s.pushedAggregate.isDefined) return None
+      keySetIndexes(session, s.fileIndex.rootPaths, attr).map { cols =>
+        val literal = wrap(session, s, BloomConf.nativeFilters(session))
+        val selection = literal.flatMap(_.index).map(_.selection)
+          .getOrElse(new RowGroupSelection(BloomConf.rowGroupPruning(session)))
+        val opts = NativeFilters.options(session, s.options.asCaseSensitiveMap().asScala.toMap)
+        val keySet = new KeySetPruner(session, cols, attr.exprId, attr.dataType, nullFor, selection,
+          s.fileIndex.rootPaths.head.toString, opts.int96Probes, s"${attr.name} IN (run-time keys)", Some(keys))
+        val spec = literal.map(_.spec)
+          .getOrElse(NativeSpec(session, Literal.TrueLiteral, _ => None, Set.empty, opts, enabled = false))
+        val listing = new KeySetFileIndex(literal.flatMap(_.index).getOrElse(s.fileIndex), keySet)
+        b.copy(scan = new BloomParquetScanV2(s, spec, BloomConf.minSkipPerExtraRead(session), Some(listing)))
+      }
     case _ => None
   }
 

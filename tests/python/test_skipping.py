@@ -204,3 +204,22 @@ def test_nan_lookups_find_their_rows_in_files_whose_statistics_leave_nan_out(
     assert ids("d IN (double('NaN'), 5.0)") == [1]
     assert ids("d = 0.0") == [4]  # -0.0 = 0.0
     print(f"Spark alone: {alone}")
+
+
+@pytest.mark.usefixtures("bloom_enabled")
+def test_a_join_skips_by_the_keys_the_other_side_gives_at_run_time(spark: SparkSession, table: DataFrame) -> None:
+    table.bloomFilterIndex("key", fpp=0.001)
+    keys = spark.createDataFrame([(key_of(10),), (key_of(5010),), (-1,)], "k long")
+    spark.conf.set("spark.sparkbloom.runtimePruning.minTableSize", "0")
+    try:
+        spark.conf.set("spark.sparkbloom.enabled", "false")
+        off = sorted(table.join(keys, table.key == keys.k).collect())
+        spark.conf.set("spark.sparkbloom.enabled", "true")
+        query = table.join(keys, table.key == keys.k)
+        on = sorted(query.collect())
+    finally:
+        spark.conf.unset("spark.sparkbloom.runtimePruning.minTableSize")
+    assert on == off and sorted(r.i for r in on) == [10, 5010]
+    [s] = [s for s in sparkbloom.skipping(query) if s.index]
+    assert s.keys_probed == 3 and "run-time keys" in s.predicate
+    assert (s.files_total, s.files_kept) == (FILES, 2)

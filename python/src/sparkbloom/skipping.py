@@ -43,6 +43,8 @@ class ScanSkipping:
     """Planning time spent probing the indexes and deciding what to read."""
     distributed_probe: bool = field(default=False, compare=False)
     """True when the runs did not fit ``spark.sparkbloom.cache.maxBytes`` and were probed by a Spark job."""
+    keys_probed: int = field(default=0, compare=False)
+    """Run-time pruning (a join, ``IN (subquery)``, ``EXISTS``, a MERGE): the distinct keys the other side gave."""
     # Read time, counted by the executors: 0 until the query has run.
     native_row_groups_checked: int = field(default=0, compare=False)
     """Row groups checked at read time against the bloom filters stored in the files themselves."""

@@ -151,6 +151,7 @@ object PythonApi {
     "index_bytes_read" -> s.indexBytesRead,
     "probe_time_ms" -> s.probeTimeNs / 1e6,
     "distributed_probe" -> s.distributedProbe,
+    "keys_probed" -> s.keysProbed,
     "native_row_groups_checked" -> s.nativeRowGroupsChecked,
     "native_row_groups_skipped" -> s.nativeRowGroupsSkipped,
     "native_filters_invalid" -> s.nativeFiltersInvalid)

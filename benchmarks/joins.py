@@ -1,0 +1,241 @@
+#!/usr/bin/env python3
+"""Key-set pruning benchmark: joins, MERGE upserts and erasures whose keys are known only at run time.
+
+Side by side in one run, on the same tables: sparkbloom off (Spark's own dynamic partition pruning and runtime
+bloom filter at their defaults, Delta's own MERGE) and sparkbloom on. Cases (issue "key-set pruning"):
+
+  star    a Parquet fact of --files files joined with a dimension filtered to 100 keys, each key in <= 5 files
+  merge   MERGE of --merge-keys random UUID keys (half present, half new) into a Delta table of --files files
+  gdpr    MERGE ... WHEN MATCHED THEN DELETE of 100 ids from a Delta table of --files files
+  huge    the fact joined with a 1,000,000-key side: pruning must be declined, at no cost
+
+For each: the files the fact / target scan read (Spark's numFiles; for MERGE, the files its touched-file pass
+read, from the index usage DESCRIBE BLOOM INDEX reports), the files truly holding a key (from the data), the
+rows (must equal with sparkbloom off: exit 1 otherwise; for MERGE, the whole table after it), and median wall
+times. Writes JSON and a plot (docs/img/joins.png).
+
+Usage (from the repository root, with the sparkbloom wheel installed and `dev/sbt lakehouseJars` run, e.g. by
+dev/test or dev/demo; jars of the running pyspark's line):
+  .venv/bin/python benchmarks/joins.py [--files 10000] [--runs 3] [--out benchmarks/results/joins.json]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import glob
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+
+from pyspark.sql import SparkSession
+
+import sparkbloom
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROWS_PER_FILE = 20
+
+
+def session(jars: str, warehouse: str) -> SparkSession:
+    builder = (SparkSession.builder.master("local[2]").appName("sparkbloom joins benchmark")
+               .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+               .config("spark.log.level", "ERROR").config("spark.sql.shuffle.partitions", "4")
+               .config("spark.driver.memory", "6g").config("spark.jars", jars)
+               .config("spark.sql.warehouse.dir", f"{warehouse}/spark")
+               .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+               .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+               .config("spark.databricks.delta.snapshotPartitions", "2"))
+    return sparkbloom.configure(builder).getOrCreate()
+
+
+def timed(spark: SparkSession, on: bool, action):
+    spark.conf.set("spark.sparkbloom.enabled", str(on).lower())
+    t0 = time.perf_counter()
+    out = action()
+    return out, time.perf_counter() - t0
+
+
+def scan_files(df, path_part: str) -> int:
+    """Files read by the scans of the table whose location contains `path_part` (Spark's numFiles)."""
+    return sum(int(m["metrics"].get("numFiles", 0)) for m in sparkbloom.scan_metrics(df)
+               if path_part in json.dumps(m))
+
+
+def index_usage(spark: SparkSession, table: str) -> tuple[int, int]:
+    """(lookups, files skipped) this driver planned through the table's index (the figures DESCRIBE shows)."""
+    jvm = spark.sparkContext._jvm
+    d = jvm.sparkbloom.api.BloomIndexes.describe(spark._jsparkSession, jvm.sparkbloom.index.TableRef.Catalog(table),
+                                                 "ix")
+    return int(d.usage().lookups()), int(d.usage().filesSkipped())
+
+
+def star(spark: SparkSession, base: str, files: int, runs: int) -> dict:
+    keys = files * ROWS_PER_FILE // 5  # each key value in 5 rows, scattered over the files
+    fact = f"{base}/fact"
+    (spark.range(0, files * ROWS_PER_FILE, 1, files)
+     .selectExpr(f"(id * 7919) % {keys} AS k", "id AS payload", "id % 13 AS m").write.parquet(fact))
+    spark.read.parquet(fact).bloomFilterIndex("k")
+    # 100 keys with country 'IS', spread over the key range
+    step = keys // 100
+    (spark.range(0, keys).selectExpr("id AS dk", f"CASE WHEN id % {step} = 7 AND id < {step * 100} THEN 'IS' "
+                                     "ELSE 'XX' END AS country").coalesce(1).write.parquet(f"{base}/dim"))
+    spark.read.parquet(fact).createOrReplaceTempView("fact")
+    spark.read.parquet(f"{base}/dim").createOrReplaceTempView("dim")
+    q = "SELECT f.* FROM fact f JOIN dim d ON f.k = d.dk WHERE d.country = 'IS'"
+    spark.conf.set("spark.sparkbloom.enabled", "false")
+    true_files = spark.sql(f"SELECT count(DISTINCT input_file_name()) FROM fact WHERE k IN "
+                           f"(SELECT dk FROM dim WHERE country = 'IS')").first()[0]
+    result = {"case": "star", "fact_files": files, "true_files": true_files}
+    for on in (False, True):
+        times, read, rows = [], None, None
+        for _ in range(runs + 1):  # one warm-up
+            df = spark.sql(q)
+            r, t = timed(spark, on, lambda: sorted(tuple(x) for x in df.collect()))
+            times.append(t)
+            read, rows = scan_files(df, "/fact"), r
+        key = "on" if on else "off"
+        result[key] = {"files_read": read, "median_s": statistics.median(times[1:]), "rows": len(rows)}
+        result[f"rows_{key}"] = rows
+    result["rows_equal"] = result.pop("rows_on") == result.pop("rows_off")
+    return result
+
+
+def huge(spark: SparkSession, base: str, runs: int) -> dict:
+    spark.range(0, 1_000_000).selectExpr("id * 3 AS hk").write.parquet(f"{base}/huge")
+    spark.read.parquet(f"{base}/huge").createOrReplaceTempView("hugekeys")
+    q = "SELECT count(*), sum(f.payload) FROM fact f JOIN hugekeys h ON f.k = h.hk"
+    result = {"case": "huge", "key_side_rows": 1_000_000}
+    for on in (False, True):
+        times, rows, planned = [], None, False
+        for _ in range(runs + 1):
+            df = spark.sql(q)
+            rows, t = timed(spark, on, lambda: df.collect())
+            times.append(t)
+            planned = "run-time keys" in df._jdf.queryExecution().executedPlan().toString()
+        result["on" if on else "off"] = {"median_s": statistics.median(times[1:]), "rows": [tuple(r) for r in rows],
+                                         "pruning_planned": planned}
+    result["rows_equal"] = result["on"]["rows"] == result["off"]["rows"]
+    return result
+
+
+def delta_table(spark: SparkSession, name: str, files: int, keys: list[str], index: bool, budget: float) -> None:
+    spark.sql(f"DROP TABLE IF EXISTS {name}")
+    df = spark.createDataFrame([(k, i, i % 7) for i, k in enumerate(keys)], "id string, n long, v long")
+    df.repartition(files).write.format("delta").saveAsTable(name)
+    if index:
+        spark.sql(f"CREATE BLOOM INDEX ix ON {name} (id) OPTIONS (false_reads_per_key = {budget})")
+
+
+def merge_case(spark: SparkSession, case: str, files: int, n_keys: int, budget: float) -> dict:
+    rows = files * ROWS_PER_FILE
+    keys = [str(uuid.UUID(int=(i * 0x9E3779B97F4A7C15 + 12345) % (1 << 128))) for i in range(rows)]
+    present = keys[:: max(1, rows // (n_keys // 2 if case == "merge" else n_keys))][: (n_keys // 2 if case == "merge"
+                                                                                       else n_keys)]
+    new = [str(uuid.UUID(int=(i * 0x9E3779B97F4A7C15 + 999) % (1 << 128))) for i in range(n_keys - len(present))]
+    src = spark.createDataFrame([(k, j) for j, k in enumerate(present + new)], "key string, nv long")
+    src.createOrReplaceTempView(f"{case}_src")
+    result = {"case": case, "target_files": files, "source_keys": len(present) + len(new),
+              "present_keys": len(present), "budget": budget}
+    out = {}
+    for on in (False, True):
+        t = f"{case}_{'on' if on else 'off'}"
+        delta_table(spark, t, files, keys, index=on, budget=budget)
+        spark.conf.set("spark.sparkbloom.enabled", "false")
+        if case == "merge" and on:
+            result["true_files"] = spark.sql(f"SELECT count(DISTINCT input_file_name()) FROM {t} WHERE id IN "
+                                             f"(SELECT key FROM {case}_src)").first()[0]
+        stmt = (f"MERGE INTO {t} t USING {case}_src s ON t.id = s.key WHEN MATCHED THEN UPDATE SET v = s.nv "
+                f"WHEN NOT MATCHED THEN INSERT (id, n, v) VALUES (s.key, -1, s.nv)" if case == "merge" else
+                f"MERGE INTO {t} t USING {case}_src s ON t.id = s.key WHEN MATCHED THEN DELETE")
+        before = index_usage(spark, t) if on else (0, 0)
+        _, elapsed = timed(spark, on, lambda: spark.sql(stmt).collect())
+        after = index_usage(spark, t) if on else (0, 0)
+        spark.conf.set("spark.sparkbloom.enabled", "false")
+        out[on] = sorted(tuple(r) for r in spark.table(t).collect())
+        entry = {"wall_s": elapsed}
+        if on:
+            entry["touched_pass_files_read"] = files - (after[1] - before[1])
+            entry["lookups"] = after[0] - before[0]
+        result["on" if on else "off"] = entry
+    if case == "gdpr":
+        result["true_files"] = len(present)  # every erased key is in one file (keys are unique)
+    result["table_equal"] = out[True] == out[False]
+    return result
+
+
+def plot(results: list[dict], path: str) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
+    names = [r["case"] for r in results]
+    off = [r["off"].get("median_s", r["off"].get("wall_s")) for r in results]
+    on = [r["on"].get("median_s", r["on"].get("wall_s")) for r in results]
+    xs = range(len(names))
+    a.bar([x - 0.2 for x in xs], off, 0.4, label="sparkbloom off (Spark DPP + runtime bloom filter, Delta MERGE)")
+    a.bar([x + 0.2 for x in xs], on, 0.4, label="sparkbloom on")
+    a.set_xticks(list(xs), names); a.set_ylabel("wall time (s)"); a.set_yscale("log"); a.legend(fontsize=7)
+    a.set_title("time per case (log)")
+    reads = [(r["case"], r["off"].get("files_read", r.get("fact_files", r.get("target_files"))),
+              r["on"].get("files_read", r["on"].get("touched_pass_files_read")), r.get("true_files"))
+             for r in results if r["case"] != "huge"]
+    xs = range(len(reads))
+    b.bar([x - 0.27 for x in xs], [x[1] for x in reads], 0.27, label="files read, off")
+    b.bar([x for x in xs], [x[2] for x in reads], 0.27, label="files read, on")
+    b.bar([x + 0.27 for x in xs], [x[3] for x in reads], 0.27, label="files truly holding a key")
+    b.set_xticks(list(xs), [x[0] for x in reads]); b.set_yscale("log"); b.legend(fontsize=7)
+    b.set_title("files read by the pruned scan (log)")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--files", type=int, default=10000)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--merge-keys", type=int, default=1000)
+    p.add_argument("--budget", type=float, default=0.01,
+                   help="false_reads_per_key of the Delta indexes (k keys cost about k x budget false files)")
+    p.add_argument("--cases", default="star,huge,merge,gdpr")
+    p.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "joins.json"))
+    p.add_argument("--img", default=os.path.join(ROOT, "docs", "img", "joins.png"))
+    args = p.parse_args(argv)
+    line = sparkbloom.session.line_for(*sparkbloom.session.spark_version())
+    jars = ",".join(sorted(glob.glob(os.path.join(ROOT, "target", "lakehouse", f"spark-{line}", "*.jar"))))
+    if "delta-spark" not in jars:
+        sys.exit("need the delta-spark jars of this Spark line (dev/sbt lakehouseJars)")
+    base = tempfile.mkdtemp(prefix="sparkbloom-joins-")
+    spark = session(jars, base)
+    cases = args.cases.split(",")
+    results = []
+    load = os.getloadavg()
+    t0 = time.time()
+    if "star" in cases:
+        results.append(star(spark, base, args.files, args.runs)); print(json.dumps(results[-1]), flush=True)
+    if "huge" in cases:
+        results.append(huge(spark, base, args.runs)); print(json.dumps(results[-1]), flush=True)
+    for c in ("merge", "gdpr"):
+        if c in cases:
+            results.append(merge_case(spark, c, args.files, args.merge_keys if c == "merge" else 100, args.budget))
+            print(json.dumps(results[-1]), flush=True)
+    doc = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "spark": spark.version,
+           "machine": f"{platform.machine()}, {os.cpu_count()} cores", "load_before": load,
+           "load_after": os.getloadavg(), "seconds": round(time.time() - t0), "args": vars(args), "results": results}
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(doc, f, indent=1)
+    if args.img:
+        plot(results, args.img)
+    bad = [r["case"] for r in results if not r.get("rows_equal", r.get("table_equal"))]
+    if bad:
+        print(f"ROWS DIFFER with sparkbloom on: {bad}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -136,10 +136,12 @@ class KeySetPruningRule(session: SparkSession, formats: Seq[TableFormat]) extend
     val rowSize = math.max(1L, build.output.map(a => a.dataType.defaultSize.toLong).sum + 8L)
     // Unknown size (an RDD, e.g. the source a MERGE has checkpointed; a V2 table before its scan is built):
     // planned, and the key cap applies at run time.
-    val keys: Option[BigInt] = stats(build).flatMap { st =>
-      if (st.rowCount.isEmpty && st.sizeInBytes >= SQLConf.get.defaultSizeInBytes) None
-      else Some(st.rowCount.getOrElse(st.sizeInBytes / rowSize))
-    }
+    // (Spark scales the default size of such a leaf down through projections: the leaves tell.)
+    def unknown(p: LogicalPlan): Boolean =
+      stats(p).forall(st => st.rowCount.isEmpty && st.sizeInBytes >= SQLConf.get.defaultSizeInBytes)
+    val keys: Option[BigInt] =
+      if (build.collectLeaves().exists(unknown)) None
+      else stats(build).map(st => st.rowCount.getOrElse(st.sizeInBytes / rowSize))
     keys.forall(_ <= BloomConf.runtimeMaxKeys(session)) &&
     size(side).forall(_ >= BloomConf.runtimeMinTableSize(session))
   }

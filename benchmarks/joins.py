@@ -32,9 +32,8 @@ import tempfile
 import time
 import uuid
 
-from pyspark.sql import SparkSession
-
 import sparkbloom
+from pyspark.sql import SparkSession
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROWS_PER_FILE = 20
@@ -67,10 +66,9 @@ def scan_files(df, path_part: str) -> int:
 
 def index_usage(spark: SparkSession, table: str) -> tuple[int, int]:
     """(lookups, files skipped) this driver planned through the table's index (the figures DESCRIBE shows)."""
-    jvm = spark.sparkContext._jvm
-    d = jvm.sparkbloom.api.BloomIndexes.describe(spark._jsparkSession, jvm.sparkbloom.index.TableRef.Catalog(table),
-                                                 "ix")
-    return int(d.usage().lookups()), int(d.usage().filesSkipped())
+    from sparkbloom import _jvm
+    d = json.loads(_jvm.python_api(spark).describe(_jvm.java_session(spark), table, "ix"))
+    return int(d["usage"]["lookups"]), int(d["usage"]["files_skipped"])
 
 
 def star(spark: SparkSession, base: str, files: int, runs: int) -> dict:
@@ -87,14 +85,14 @@ def star(spark: SparkSession, base: str, files: int, runs: int) -> dict:
     spark.read.parquet(f"{base}/dim").createOrReplaceTempView("dim")
     q = "SELECT f.* FROM fact f JOIN dim d ON f.k = d.dk WHERE d.country = 'IS'"
     spark.conf.set("spark.sparkbloom.enabled", "false")
-    true_files = spark.sql(f"SELECT count(DISTINCT input_file_name()) FROM fact WHERE k IN "
-                           f"(SELECT dk FROM dim WHERE country = 'IS')").first()[0]
+    true_files = spark.sql("SELECT count(DISTINCT f) FROM (SELECT input_file_name() AS f FROM fact WHERE k IN "
+                           "(SELECT dk FROM dim WHERE country = 'IS'))").first()[0]
     result = {"case": "star", "fact_files": files, "true_files": true_files}
     for on in (False, True):
         times, read, rows = [], None, None
         for _ in range(runs + 1):  # one warm-up
             df = spark.sql(q)
-            r, t = timed(spark, on, lambda: sorted(tuple(x) for x in df.collect()))
+            r, t = timed(spark, on, lambda df=df: sorted(tuple(x) for x in df.collect()))
             times.append(t)
             read, rows = scan_files(df, "/fact"), r
         key = "on" if on else "off"
@@ -113,7 +111,7 @@ def huge(spark: SparkSession, base: str, runs: int) -> dict:
         times, rows, planned = [], None, False
         for _ in range(runs + 1):
             df = spark.sql(q)
-            rows, t = timed(spark, on, lambda: df.collect())
+            rows, t = timed(spark, on, lambda df=df: df.collect())
             times.append(t)
             planned = "run-time keys" in df._jdf.queryExecution().executedPlan().toString()
         result["on" if on else "off"] = {"median_s": statistics.median(times[1:]), "rows": [tuple(r) for r in rows],
@@ -130,29 +128,33 @@ def delta_table(spark: SparkSession, name: str, files: int, keys: list[str], ind
         spark.sql(f"CREATE BLOOM INDEX ix ON {name} (id) OPTIONS (false_reads_per_key = {budget})")
 
 
-def merge_case(spark: SparkSession, case: str, files: int, n_keys: int, budget: float) -> dict:
+def merge_case(spark: SparkSession, case: str, files: int, n_keys: int, budget: float, on_first: bool) -> dict:
     rows = files * ROWS_PER_FILE
     keys = [str(uuid.UUID(int=(i * 0x9E3779B97F4A7C15 + 12345) % (1 << 128))) for i in range(rows)]
     present = keys[:: max(1, rows // (n_keys // 2 if case == "merge" else n_keys))][: (n_keys // 2 if case == "merge"
                                                                                        else n_keys)]
     new = [str(uuid.UUID(int=(i * 0x9E3779B97F4A7C15 + 999) % (1 << 128))) for i in range(n_keys - len(present))]
-    src = spark.createDataFrame([(k, j) for j, k in enumerate(present + new)], "key string, nv long")
-    src.createOrReplaceTempView(f"{case}_src")
+    # The source lands as files, as a CDC batch or an erasure list does: Spark knows its size, so the MERGE's
+    # join broadcasts it, and its keys are read from that broadcast (Delta's source is never computed twice).
+    src_path = f"{spark.conf.get('spark.sql.warehouse.dir')}/../{case}_src"
+    (spark.createDataFrame([(k, j) for j, k in enumerate(present + new)], "key string, nv long")
+     .coalesce(1).write.mode("overwrite").parquet(src_path))
+    spark.read.parquet(src_path).createOrReplaceTempView(f"{case}_src")
     result = {"case": case, "target_files": files, "source_keys": len(present) + len(new),
-              "present_keys": len(present), "budget": budget}
+              "present_keys": len(present), "budget": budget, "order": "on, off" if on_first else "off, on"}
     out = {}
-    for on in (False, True):
+    for on in ((True, False) if on_first else (False, True)):
         t = f"{case}_{'on' if on else 'off'}"
         delta_table(spark, t, files, keys, index=on, budget=budget)
         spark.conf.set("spark.sparkbloom.enabled", "false")
-        if case == "merge" and on:
-            result["true_files"] = spark.sql(f"SELECT count(DISTINCT input_file_name()) FROM {t} WHERE id IN "
-                                             f"(SELECT key FROM {case}_src)").first()[0]
+        if on:
+            result["true_files"] = spark.sql(f"SELECT count(DISTINCT _metadata.file_path) FROM {t} "
+                                             f"WHERE id IN (SELECT key FROM {case}_src)").first()[0]
         stmt = (f"MERGE INTO {t} t USING {case}_src s ON t.id = s.key WHEN MATCHED THEN UPDATE SET v = s.nv "
                 f"WHEN NOT MATCHED THEN INSERT (id, n, v) VALUES (s.key, -1, s.nv)" if case == "merge" else
                 f"MERGE INTO {t} t USING {case}_src s ON t.id = s.key WHEN MATCHED THEN DELETE")
         before = index_usage(spark, t) if on else (0, 0)
-        _, elapsed = timed(spark, on, lambda: spark.sql(stmt).collect())
+        _, elapsed = timed(spark, on, lambda stmt=stmt: spark.sql(stmt).collect())
         after = index_usage(spark, t) if on else (0, 0)
         spark.conf.set("spark.sparkbloom.enabled", "false")
         out[on] = sorted(tuple(r) for r in spark.table(t).collect())
@@ -161,8 +163,6 @@ def merge_case(spark: SparkSession, case: str, files: int, n_keys: int, budget: 
             entry["touched_pass_files_read"] = files - (after[1] - before[1])
             entry["lookups"] = after[0] - before[0]
         result["on" if on else "off"] = entry
-    if case == "gdpr":
-        result["true_files"] = len(present)  # every erased key is in one file (keys are unique)
     result["table_equal"] = out[True] == out[False]
     return result
 
@@ -201,6 +201,10 @@ def main(argv=None) -> int:
     p.add_argument("--budget", type=float, default=0.01,
                    help="false_reads_per_key of the Delta indexes (k keys cost about k x budget false files)")
     p.add_argument("--cases", default="star,huge,merge,gdpr")
+    p.add_argument("--on-first", action="store_true",
+                   help="run each MERGE with sparkbloom on before the one with it off (default: off first)")
+    p.add_argument("--min-table-size", default=None,
+                   help="spark.sparkbloom.runtimePruning.minTableSize for the run (default: sparkbloom's default)")
     p.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "joins.json"))
     p.add_argument("--img", default=os.path.join(ROOT, "docs", "img", "joins.png"))
     args = p.parse_args(argv)
@@ -210,6 +214,8 @@ def main(argv=None) -> int:
         sys.exit("need the delta-spark jars of this Spark line (dev/sbt lakehouseJars)")
     base = tempfile.mkdtemp(prefix="sparkbloom-joins-")
     spark = session(jars, base)
+    if args.min_table_size is not None:
+        spark.conf.set("spark.sparkbloom.runtimePruning.minTableSize", args.min_table_size)
     cases = args.cases.split(",")
     results = []
     load = os.getloadavg()
@@ -220,7 +226,8 @@ def main(argv=None) -> int:
         results.append(huge(spark, base, args.runs)); print(json.dumps(results[-1]), flush=True)
     for c in ("merge", "gdpr"):
         if c in cases:
-            results.append(merge_case(spark, c, args.files, args.merge_keys if c == "merge" else 100, args.budget))
+            results.append(merge_case(spark, c, args.files, args.merge_keys if c == "merge" else 100, args.budget,
+                                      args.on_first))
             print(json.dumps(results[-1]), flush=True)
     doc = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "spark": spark.version,
            "machine": f"{platform.machine()}, {os.cpu_count()} cores", "load_before": load,

@@ -61,7 +61,7 @@ object BloomConf {
   /** Minimum size of the pruned table (bytes, Spark's size syntax); smaller tables are read whole. */
   val RuntimeMinTableSize = "spark.sparkbloom.runtimePruning.minTableSize"
   def runtimeMinTableSize(s: SparkSession): Long =
-    org.apache.spark.network.util.JavaUtils.byteStringAsBytes(s.conf.get(RuntimeMinTableSize, "32m"))
+    org.apache.spark.network.util.JavaUtils.byteStringAsBytes(s.conf.get(RuntimeMinTableSize, "1m"))
   /**
    * Ceiling on the expected share of the table's row groups kept: k keys under a false-read budget b keep
    * about k (true) + k * b (false) row groups; when that is more than this fraction of the indexed row

@@ -6,7 +6,7 @@ import org.apache.hadoop.fs.FileStatus
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.delta.RowIndexFilterType
 import org.apache.spark.sql.delta.actions.AddFile
-import org.apache.spark.sql.delta.files.TahoeFileIndexWithSnapshotDescriptor
+import org.apache.spark.sql.delta.files.{TahoeFileIndex, TahoeFileIndexWithSnapshotDescriptor}
 import org.apache.spark.sql.delta.stats.PreparedDeltaFileIndex
 
 import sparkbloom.index.{IndexPruner, PrunedSource}
@@ -21,18 +21,8 @@ class BloomDeltaFileIndex(val prepared: PreparedDeltaFileIndex, val pruner: Inde
     prepared.preparedScan.scannedSnapshot) with PrunedSource {
 
   override def matchingFiles(partitionFilters: Seq[Expression], dataFilters: Seq[Expression]): Seq[AddFile] = {
-    val files = prepared.matchingFiles(partitionFilters, dataFilters)
-    try {
-      val statuses =
-        files.map(a => new FileStatus(a.size, false, 0, 0L, a.modificationTime, absolutePath(a.path))).toArray
-      val kept = pruner.keep(statuses)
-      files.indices.filter(kept.get).map(files)
-    } catch {
-      case NonFatal(e) =>
-        org.slf4j.LoggerFactory.getLogger(getClass).warn(
-          s"sparkbloom: reading every file Delta kept for ${pruner.tableName} after an error while pruning: $e")
-        files
-    }
+    BloomDeltaFileIndex.keepFiles(this, prepared.matchingFiles(partitionFilters, dataFilters), pruner.tableName,
+      statuses => Some(pruner.keep(statuses)))
   }
 
   override def rowIndexFilters: Option[Map[String, RowIndexFilterType]] = prepared.rowIndexFilters
@@ -49,4 +39,26 @@ class BloomDeltaFileIndex(val prepared: PreparedDeltaFileIndex, val pruner: Inde
     case _ => false
   }
   override def hashCode(): Int = prepared.hashCode() * 31 + pruner.predicateSql.hashCode
+}
+
+object BloomDeltaFileIndex {
+  /**
+   * The `files` of Delta file index `index` that `keep` keeps (positions; None: all of them), decided on their
+   * path, size and modification time as Delta's log records them; every file after any error.
+   */
+  def keepFiles(index: TahoeFileIndex, files: Seq[AddFile], table: String,
+                keep: Array[FileStatus] => Option[java.util.BitSet]): Seq[AddFile] =
+    try {
+      val statuses =
+        files.map(a => new FileStatus(a.size, false, 0, 0L, a.modificationTime, index.absolutePath(a.path))).toArray
+      keep(statuses) match {
+        case Some(kept) => files.indices.filter(kept.get).map(files)
+        case None => files
+      }
+    } catch {
+      case NonFatal(e) =>
+        org.slf4j.LoggerFactory.getLogger(getClass).warn(
+          s"sparkbloom: reading every file Delta kept for $table after an error while pruning: $e")
+        files
+    }
 }

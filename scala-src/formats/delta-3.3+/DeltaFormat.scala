@@ -4,7 +4,7 @@ import java.util.Collections
 
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, ExprId, IsNull}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, ExprId}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, Project, SubqueryAlias, View}
 import org.apache.spark.sql.delta.DeltaColumnMapping
 import org.apache.spark.sql.delta.files.{TahoeFileIndexWithSnapshotDescriptor, TahoeLogFileIndex}
@@ -17,7 +17,7 @@ import sparkbloom.index.{
   DataFile, IndexDiscovery, IndexPruner, IndexedColumn, KeySetPruner, ResolvedTable, RowGroupSelection, TableFormat,
   TableListing, TableRef
 }
-import sparkbloom.predicate.{BloomPredicate, Conditions}
+import sparkbloom.predicate.Conditions
 import sparkbloom.scan.NativeFilters
 import sparkbloom.shims.FsRelation
 
@@ -140,11 +140,10 @@ object DeltaFormat extends TableFormat {
           val physical = base.metadata.schema.fields.find(f => resolver(f.name, attr.name))
             .map(DeltaColumnMapping.getPhysicalName)
           val root = base.deltaLog.dataPath
-          val cols = IndexDiscovery.indexesAt(session, root, IsNull(attr),
+          val cols = IndexDiscovery.indexesOf(session, root, attr,
             (id: ExprId, indexed: Seq[IndexedColumn]) =>
               if (id != attr.exprId) None
               else physical.flatMap(p => indexed.find(_.sameColumn(p, None)).map(_.name)))
-            .toSeq.flatMap(_._2).collect { case (v, BloomPredicate.IsNull(c)) => v -> c }
           if (cols.isEmpty) None
           else {
             val name = l.catalogTable.map(_.identifier.unquotedString).getOrElse(pathName(root.toString))

@@ -1,8 +1,5 @@
 package sparkbloom.formats.delta
 
-import scala.util.control.NonFatal
-
-import org.apache.hadoop.fs.FileStatus
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.delta.RowIndexFilterType
 import org.apache.spark.sql.delta.actions.AddFile
@@ -25,20 +22,7 @@ class KeySetDeltaFileIndex(val base: TahoeFileIndexWithSnapshotDescriptor, val k
 
   override def matchingFiles(partitionFilters: Seq[Expression], dataFilters: Seq[Expression]): Seq[AddFile] = {
     val files = base.matchingFiles(partitionFilters, dataFilters)
-    if (!keySet.bound) return files
-    try {
-      val statuses =
-        files.map(a => new FileStatus(a.size, false, 0, 0L, a.modificationTime, absolutePath(a.path))).toArray
-      keySet.keep(statuses) match {
-        case Some(kept) => files.indices.filter(kept.get).map(files)
-        case None => files
-      }
-    } catch {
-      case NonFatal(e) =>
-        org.slf4j.LoggerFactory.getLogger(getClass).warn(
-          s"sparkbloom: reading every file of ${keySet.tableName} after an error in run-time pruning: $e")
-        files
-    }
+    if (!keySet.bound) files else BloomDeltaFileIndex.keepFiles(this, files, keySet.tableName, keySet.keep)
   }
 
   override def rowIndexFilters: Option[Map[String, RowIndexFilterType]] = base.rowIndexFilters

@@ -4,7 +4,7 @@ import scala.util.control.NonFatal
 
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{ExprId, Expression}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, ExprId, Expression, IsNull}
 import org.slf4j.LoggerFactory
 
 import sparkbloom.BloomConf
@@ -17,10 +17,26 @@ object IndexDiscovery {
   /** The indexes stored for the table at `root` that answer part of `cond` (`names`: attribute -> column). */
   def indexesAt(session: SparkSession, root: Path, cond: Expression,
                 names: Map[ExprId, String]): Option[(Path, Seq[(IndexVersion, BloomPredicate)])] =
-    indexesAt(session, root, cond,
-      (id: ExprId, indexed: Seq[IndexedColumn]) =>
-        names.get(id).flatMap(n =>
-          indexed.find(_.name == n).orElse(indexed.find(_.name.equalsIgnoreCase(n))).map(_.name)))
+    indexesAt(session, root, cond, byName(names))
+
+  /**
+   * The indexes stored for the table at `root` that cover `attr`'s column, each with the column's name in it
+   * (`column`: as below).
+   */
+  def indexesOf(session: SparkSession, root: Path, attr: Attribute,
+                column: (ExprId, Seq[IndexedColumn]) => Option[String]): Seq[(IndexVersion, String)] =
+    indexesAt(session, root, IsNull(attr), column).toSeq.flatMap(_._2).collect {
+      case (v, BloomPredicate.IsNull(c)) => v -> c
+    }
+
+  /** The same, with `names` mapping attributes to column names (Parquet tables). */
+  def indexesOf(session: SparkSession, root: Path, attr: Attribute,
+                names: Map[ExprId, String]): Seq[(IndexVersion, String)] =
+    indexesOf(session, root, attr, byName(names))
+
+  private def byName(names: Map[ExprId, String]): (ExprId, Seq[IndexedColumn]) => Option[String] =
+    (id: ExprId, indexed: Seq[IndexedColumn]) =>
+      names.get(id).flatMap(n => indexed.find(_.name == n).orElse(indexed.find(_.name.equalsIgnoreCase(n))).map(_.name))
 
   /**
    * The same, with `column` saying which indexed column (if any) an attribute is: Delta and Iceberg tables

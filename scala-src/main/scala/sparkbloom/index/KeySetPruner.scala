@@ -55,8 +55,6 @@ final class KeySetPruner(
     indexes.map { case (v, c) => v -> (BloomPredicate.In(c, dataType, Nil): BloomPredicate) }, selection, tableName,
     int96Probes, shown = Some(label))
   @volatile private var last: IndexPruner = template
-  /** Why the last listing was read whole, if it was. */
-  @volatile var declined: Option[String] = None
 
   def pruner: IndexPruner = last
   def bound: Boolean = source.isDefined
@@ -70,7 +68,7 @@ final class KeySetPruner(
 
   /** The positions in `statuses` to read, or None to read them all. Exceptions reach the caller (read all). */
   def keep(statuses: Array[FileStatus]): Option[java.util.BitSet] = source match {
-    case None => declined = Some("not bound to run-time keys"); None
+    case None => None
     case Some(src) =>
       val t0 = System.nanoTime()
       val keys = src.keys().distinct
@@ -94,7 +92,6 @@ final class KeySetPruner(
         val p = new IndexPruner(session, preds, selection, tableName, int96Probes,
           shown = Some(s"$label: ${keys.length} keys"), keysProbed = keys.length)
         last = p
-        declined = None
         val kept = p.keep(statuses)
         log.info(s"sparkbloom: run-time keys for $tableName: ${keys.length} keys, " +
           s"${(System.nanoTime() - t0) / 1000000} ms with the keys' collection")
@@ -104,7 +101,6 @@ final class KeySetPruner(
 
   private def decline(files: Int, keys: Int, why: String): Option[java.util.BitSet] = {
     log.info(s"sparkbloom: run-time pruning of $tableName declined: $why")
-    declined = Some(why)
     val p = new IndexPruner(session, template.indexes, selection, tableName, int96Probes,
       shown = Some(s"$label: declined, $why"), keysProbed = keys)
     p.lastSkipping = Some(ScanSkipping(indexes.map(i => s"${i._1.meta.name} on ${i._1.meta.table}").distinct

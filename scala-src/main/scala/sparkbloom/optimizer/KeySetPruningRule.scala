@@ -4,8 +4,8 @@ import scala.util.control.NonFatal
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{
-  Attribute, Coalesce, DynamicPruningSubquery, EqualTo, Exists, Expression, InSubquery, InputFileBlockLength,
-  InputFileBlockStart, InputFileName, ListQuery, Literal, MonotonicallyIncreasingID, OuterReference, PredicateHelper
+  Attribute, DynamicPruningSubquery, EqualTo, Exists, Expression, InSubquery, InputFileBlockLength, InputFileBlockStart,
+  InputFileName, ListQuery, MonotonicallyIncreasingID, OuterReference, PredicateHelper
 }
 import org.apache.spark.sql.catalyst.planning.ExtractEquiJoinKeys
 import org.apache.spark.sql.catalyst.plans.{Cross, Inner, JoinType, LeftOuter, LeftSemi, RightOuter}
@@ -16,7 +16,7 @@ import org.apache.spark.sql.internal.SQLConf
 
 import sparkbloom.BloomConf
 import sparkbloom.index.TableFormat
-import sparkbloom.scan.KeySetFilter
+import sparkbloom.scan.{KeySetFilter, RuntimeKeys}
 import sparkbloom.shims.DynamicPruning
 
 /**
@@ -157,11 +157,7 @@ class KeySetPruningRule(session: SparkSession, formats: Seq[TableFormat]) extend
    */
   private def plant(side: LogicalPlan, key: Expression, build: LogicalPlan, buildKeys: Seq[Expression], i: Int,
                     what: String): Option[LogicalPlan] = {
-    val (attr, nullFor) = key match {
-      case a: Attribute => (a, None)
-      case Coalesce(Seq(a: Attribute, Literal(d, _))) if d != null => (a, Some(d)) // `<=>` (ExtractEquiJoinKeys)
-      case _ => return None
-    }
+    val (attr, nullFor) = RuntimeKeys.keyColumn(key).getOrElse(return None)
     if (buildKeys(i).dataType != key.dataType || planted(side, attr)) return None
     val label = s"${attr.name} IN (run-time keys of $what)"
     descend(side, attr) { leaf =>

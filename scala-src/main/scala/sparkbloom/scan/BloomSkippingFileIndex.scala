@@ -25,18 +25,11 @@ class BloomSkippingFileIndex(
     val indexes: Seq[(IndexVersion, BloomPredicate)],
     val selection: RowGroupSelection,
     val tableName: String,
-    val int96Probes: Boolean = true) extends FileIndexShims with PrunedListing {
+    val int96Probes: Boolean = true) extends PrunedListing {
 
   private val log = LoggerFactory.getLogger(getClass)
   val pruner = new IndexPruner(session, indexes, selection, tableName, int96Probes)
   def lastSkipping: Option[ScanSkipping] = pruner.lastSkipping
-
-  override def rootPaths: Seq[Path] = delegate.rootPaths
-  override def inputFiles: Array[String] = delegate.inputFiles
-  override def refresh(): Unit = delegate.refresh()
-  override def sizeInBytes: Long = delegate.sizeInBytes
-  override def partitionSchema: StructType = delegate.partitionSchema
-  override def metadataOpsTimeNs: Option[Long] = delegate.metadataOpsTimeNs
 
   def predicateSql: String = pruner.predicateSql
   def indexNames: String = pruner.indexNames
@@ -64,9 +57,19 @@ class BloomSkippingFileIndex(
   override def hashCode(): Int = delegate.hashCode() * 31 + predicateSql.hashCode
 }
 
-/** A file index that prunes another's listing, and the row groups of the kept files it selected. */
-trait PrunedListing extends FileIndex with PrunedSource {
+/**
+ * A file index that prunes another's (`delegate`) listing, and the row groups of the kept files it selected;
+ * everything but the listing is the delegate's.
+ */
+trait PrunedListing extends FileIndexShims with PrunedSource {
   def selection: RowGroupSelection
+
+  override def rootPaths: Seq[Path] = delegate.rootPaths
+  override def inputFiles: Array[String] = delegate.inputFiles
+  override def refresh(): Unit = delegate.refresh()
+  override def sizeInBytes: Long = delegate.sizeInBytes
+  override def partitionSchema: StructType = delegate.partitionSchema
+  override def metadataOpsTimeNs: Option[Long] = delegate.metadataOpsTimeNs
 }
 
 object BloomSkippingFileIndex {

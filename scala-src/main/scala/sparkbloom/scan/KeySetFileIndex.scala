@@ -2,14 +2,11 @@ package sparkbloom.scan
 
 import scala.util.control.NonFatal
 
-import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.execution.datasources.{FileIndex, PartitionDirectory}
-import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 
 import sparkbloom.index.{IndexPruner, KeySetPruner, KeySource, RowGroupSelection, RuntimeKeyed}
-import sparkbloom.shims.FileIndexShims
 
 /**
  * A V1 Parquet relation's file index whose files are chosen at execution by run-time keys ([[KeySetPruner]]):
@@ -18,20 +15,13 @@ import sparkbloom.shims.FileIndexShims
  * [[BloomParquetFileFormat]]). Unbound, declined, or on any error: the whole listing.
  */
 class KeySetFileIndex(val delegate: FileIndex, val keySet: KeySetPruner)
-  extends FileIndexShims with PrunedListing with RuntimeKeyed {
+  extends PrunedListing with RuntimeKeyed {
 
   private val log = LoggerFactory.getLogger(getClass)
 
   override def pruner: IndexPruner = keySet.pruner
   override def selection: RowGroupSelection = keySet.selection
   def bind(src: KeySource): KeySetFileIndex = new KeySetFileIndex(delegate, keySet.bind(src))
-
-  override def rootPaths: Seq[Path] = delegate.rootPaths
-  override def inputFiles: Array[String] = delegate.inputFiles
-  override def refresh(): Unit = delegate.refresh()
-  override def sizeInBytes: Long = delegate.sizeInBytes
-  override def partitionSchema: StructType = delegate.partitionSchema
-  override def metadataOpsTimeNs: Option[Long] = delegate.metadataOpsTimeNs
 
   override def listFiles(partitionFilters: Seq[Expression], dataFilters: Seq[Expression]): Seq[PartitionDirectory] = {
     val listed = delegate.listFiles(partitionFilters, dataFilters)

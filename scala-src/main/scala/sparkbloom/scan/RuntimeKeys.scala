@@ -47,8 +47,11 @@ object RuntimeKeys {
       keyColumn(s.child).get._1.exprId -> s
   }.toMap
 
-  /** The column a run-time filter filters, and the value standing for NULL (`<=>`: `coalesce(c, d)`). */
-  private def keyColumn(e: Expression): Option[(Attribute, Option[Any])] = e match {
+  /**
+   * The column a run-time filter's key is, and the value standing for NULL (`<=>`: Spark's join keys compare
+   * `coalesce(c, d)`); None for any other expression. Planting and binding read keys the same way.
+   */
+  def keyColumn(e: Expression): Option[(Attribute, Option[Any])] = e match {
     case a: Attribute => Some((a, None))
     case Coalesce(Seq(a: Attribute, Literal(d, _))) if d != null => Some((a, Some(d)))
     case _ => None

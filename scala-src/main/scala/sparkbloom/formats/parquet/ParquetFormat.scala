@@ -7,7 +7,7 @@ import scala.util.control.NonFatal
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.catalog.CatalogTable
-import org.apache.spark.sql.catalyst.expressions.{Attribute, ExprId, Expression, IsNull}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, ExprId, Expression}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, Project, SubqueryAlias, View}
 import org.apache.spark.sql.execution.datasources.{
   CatalogFileIndex, HadoopFsRelation, InMemoryFileIndex, LogicalRelation
@@ -188,8 +188,8 @@ object ParquetFormat extends TableFormat {
           !rel.location.isInstanceOf[KeySetFileIndex] &&
           !rel.partitionSchema.fieldNames.exists(n => session.sessionState.conf.resolver(n, attr.name)) =>
       val names = output.map(a => a.exprId -> a.name).toMap
-      indexes(session, IsNull(attr), rel, names, table.map(_.location)).flatMap { case (root, used) =>
-        val cols = used.collect { case (v, BloomPredicate.IsNull(c)) => v -> c }
+      rootOf(rel, table.map(_.location)).flatMap { root =>
+        val cols = IndexDiscovery.indexesOf(session, root, attr, names)
         if (cols.isEmpty) None
         else {
           val (format, selection) = rel.fileFormat match {
@@ -211,11 +211,13 @@ object ParquetFormat extends TableFormat {
 
   /** The table root and the indexes that answer part of `cond`, if any. */
   private def indexes(session: SparkSession, cond: Expression, rel: HadoopFsRelation, names: Map[ExprId, String],
-                      catalogLocation: Option[java.net.URI]): Option[(Path, Seq[(IndexVersion, BloomPredicate)])] = {
-    val root = catalogLocation.map(new Path(_)).orElse(rel.location.rootPaths match {
+                      catalogLocation: Option[java.net.URI]): Option[(Path, Seq[(IndexVersion, BloomPredicate)])] =
+    rootOf(rel, catalogLocation).flatMap(r => IndexDiscovery.indexesAt(session, r, cond, names))
+
+  /** The table root: the catalog location, else the relation's single root path. */
+  private def rootOf(rel: HadoopFsRelation, catalogLocation: Option[java.net.URI]): Option[Path] =
+    catalogLocation.map(new Path(_)).orElse(rel.location.rootPaths match {
       case Seq(single) => Some(single)
       case _ => None
     })
-    root.flatMap(r => IndexDiscovery.indexesAt(session, r, cond, names))
-  }
 }

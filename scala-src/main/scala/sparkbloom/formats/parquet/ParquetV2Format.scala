@@ -5,7 +5,7 @@ import java.util.Locale
 import scala.jdk.CollectionConverters._
 
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{And, Attribute, AttributeReference, Expression, IsNull, Literal}
+import org.apache.spark.sql.catalyst.expressions.{And, Attribute, AttributeReference, Expression, Literal}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.datasources.v2.{BatchScanExec, DataSourceV2Relation, DataSourceV2ScanRelation}
@@ -17,7 +17,6 @@ import sparkbloom.index.{
   IndexDiscovery, IndexVersion, KeySetPruner, KeySource, NotIndexableException, ResolvedTable, RowGroupSelection,
   TableFormat, TableRef
 }
-import sparkbloom.predicate.BloomPredicate
 import sparkbloom.scan.{BloomParquetScanV2, BloomSkippingFileIndex, KeySetFileIndex, NativeFilters, NativeSpec}
 
 /**
@@ -79,8 +78,7 @@ object ParquetV2Format extends TableFormat {
   private def keySetIndexes(session: SparkSession, roots: Seq[org.apache.hadoop.fs.Path],
                             attr: Attribute): Option[Seq[(IndexVersion, String)]] = roots match {
     case Seq(root) =>
-      IndexDiscovery.indexesAt(session, root, IsNull(attr), Map(attr.exprId -> attr.name))
-        .map(_._2.collect { case (v, BloomPredicate.IsNull(c)) => v -> c }).filter(_.nonEmpty)
+      Some(IndexDiscovery.indexesOf(session, root, attr, Map(attr.exprId -> attr.name))).filter(_.nonEmpty)
     case _ => None
   }
 

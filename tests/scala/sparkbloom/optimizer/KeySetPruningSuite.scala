@@ -170,6 +170,25 @@ class KeySetPruningSuite extends SparkSessionSuite {
     }
   }
 
+  test("keys that do not arrive, or that the probe cannot hash, read every file (Spark's answer, unpruned)") {
+    val planned = fact.join(isDim, col("id") === col("did")).queryExecution.optimizedPlan
+    val listing = planned.collectFirst {
+      case l: org.apache.spark.sql.execution.datasources.LogicalRelation
+          if l.relation.isInstanceOf[org.apache.spark.sql.execution.datasources.HadoopFsRelation] &&
+            l.relation.asInstanceOf[org.apache.spark.sql.execution.datasources.HadoopFsRelation]
+              .location.isInstanceOf[sparkbloom.scan.KeySetFileIndex] =>
+        l.relation.asInstanceOf[org.apache.spark.sql.execution.datasources.HadoopFsRelation].location
+          .asInstanceOf[sparkbloom.scan.KeySetFileIndex]
+    }.getOrElse(fail(s"no key-set listing planned: $planned"))
+    def files(src: sparkbloom.index.KeySource): Int = listing.bind(src).listFiles(Nil, Nil).map(_.files.size).sum
+    assert(files(new sparkbloom.index.KeySource { def keys(): Array[Any] = Array[Any](5L, 2050L) }) == 2)
+    assert(files(new sparkbloom.index.KeySource {
+      def keys(): Array[Any] = throw new IllegalStateException("the key side failed")
+    }) == Files)
+    assert(files(new sparkbloom.index.KeySource { def keys(): Array[Any] = Array[Any]("not a long") }) == Files)
+    assert(listing.listFiles(Nil, Nil).map(_.files.size).sum == Files) // never bound
+  }
+
   test("a file added after the index was built is read") {
     val dir = tempDir("grow") + "/t"
     spark.range(0, 1000, 1, 10).write.parquet(dir)

@@ -2,10 +2,12 @@ package sparkbloom.optimizer
 
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.execution.FileSourceScanExec
+import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
 import org.apache.spark.sql.functions._
 
 import sparkbloom.api.BloomIndexes
-import sparkbloom.index.{ColumnSpec, TableRef}
+import sparkbloom.index.{ColumnSpec, KeySource, TableRef}
+import sparkbloom.scan.KeySetFileIndex
 import sparkbloom.testing.SparkSessionSuite
 
 /**
@@ -173,19 +175,19 @@ class KeySetPruningSuite extends SparkSessionSuite {
   test("keys that do not arrive, or that the probe cannot hash, read every file (Spark's answer, unpruned)") {
     val planned = fact.join(isDim, col("id") === col("did")).queryExecution.optimizedPlan
     val listing = planned.collectFirst {
-      case l: org.apache.spark.sql.execution.datasources.LogicalRelation
-          if l.relation.isInstanceOf[org.apache.spark.sql.execution.datasources.HadoopFsRelation] &&
-            l.relation.asInstanceOf[org.apache.spark.sql.execution.datasources.HadoopFsRelation]
-              .location.isInstanceOf[sparkbloom.scan.KeySetFileIndex] =>
-        l.relation.asInstanceOf[org.apache.spark.sql.execution.datasources.HadoopFsRelation].location
-          .asInstanceOf[sparkbloom.scan.KeySetFileIndex]
+      case l: LogicalRelation
+          if l.relation.isInstanceOf[HadoopFsRelation] &&
+            l.relation.asInstanceOf[HadoopFsRelation]
+              .location.isInstanceOf[KeySetFileIndex] =>
+        l.relation.asInstanceOf[HadoopFsRelation].location
+          .asInstanceOf[KeySetFileIndex]
     }.getOrElse(fail(s"no key-set listing planned: $planned"))
-    def files(src: sparkbloom.index.KeySource): Int = listing.bind(src).listFiles(Nil, Nil).map(_.files.size).sum
-    assert(files(new sparkbloom.index.KeySource { def keys(): Array[Any] = Array[Any](5L, 2050L) }) == 2)
-    assert(files(new sparkbloom.index.KeySource {
+    def files(src: KeySource): Int = listing.bind(src).listFiles(Nil, Nil).map(_.files.size).sum
+    assert(files(new KeySource { def keys(): Array[Any] = Array[Any](5L, 2050L) }) == 2)
+    assert(files(new KeySource {
       def keys(): Array[Any] = throw new IllegalStateException("the key side failed")
     }) == Files)
-    assert(files(new sparkbloom.index.KeySource { def keys(): Array[Any] = Array[Any]("not a long") }) == Files)
+    assert(files(new KeySource { def keys(): Array[Any] = Array[Any]("not a long") }) == Files)
     assert(listing.listFiles(Nil, Nil).map(_.files.size).sum == Files) // never bound
   }
 

@@ -56,19 +56,69 @@ class JarNotLoadedError(SparkBloomError):
 
 @contextmanager
 def translate() -> Iterator[None]:
-    """Runs a JVM call, re-raising JVM exceptions as the Python exceptions above."""
-    from py4j.protocol import Py4JJavaError
-    from pyspark.errors.exceptions.captured import CapturedException
-
+    """Runs a JVM call, re-raising JVM exceptions as the Python exceptions above: py4j's (classic sessions, where
+    PySpark may already have converted them) and Spark Connect's (which name the JVM class in their server stack
+    trace)."""
     try:
         yield
-    except CapturedException as e:
-        origin = getattr(e, "_origin", None)
-        if origin is None:
+    except Exception as e:
+        converted = _convert(e)
+        if converted is None:
             raise
-        raise _from_java(origin) from None
-    except Py4JJavaError as e:
-        raise _from_java(e.java_exception) from None
+        raise converted from None
+
+
+def _convert(e: Exception) -> SparkBloomError | None:
+    if type(e).__module__ == "pyspark.errors.exceptions.connect":
+        return _from_connect(e)
+    try:  # a classic session (a Connect-only client has no py4j)
+        from py4j.protocol import Py4JJavaError
+        from pyspark.errors.exceptions.captured import CapturedException
+    except ImportError:  # pragma: no cover - pyspark-client without py4j
+        return None
+    if isinstance(e, CapturedException):
+        origin = getattr(e, "_origin", None)
+        return None if origin is None else _from_java(origin)
+    if isinstance(e, Py4JJavaError):
+        return _from_java(e.java_exception)
+    return None
+
+
+# The JVM exceptions that are a sparkbloom.index.BloomIndexException (Spark Connect names the class, not its parents).
+_BLOOM_INDEX_EXCEPTIONS = (
+    "sparkbloom.index.BloomIndexException",
+    "sparkbloom.index.NotIndexableException",
+    "sparkbloom.index.ConcurrentIndexUpdateException",
+)
+
+
+def _from_connect(e: Exception) -> SparkBloomError:
+    """A Spark Connect client's exception: the JVM class is the first line of the server's stack trace (Connect
+    fetches it by default), else the one the client mapped it to."""
+    from . import _jvm
+
+    trace = str(getattr(e, "_stacktrace", None) or "")
+    first = trace.strip().splitlines()[0].split(":")[0].strip() if trace.strip() else ""
+    java_class = first if first and " " not in first else str(getattr(e, "_reason", None) or "")
+    message = str(getattr(e, "_message", None) or getattr(e, "message", None) or e)
+    get_condition = getattr(e, "getCondition", None) or getattr(e, "getErrorClass", None)
+    condition = get_condition() if get_condition is not None else None
+    names = {c.__name__ for c in type(e).__mro__}
+    if java_class in _BLOOM_INDEX_EXCEPTIONS:
+        return BloomIndexError(message, java_class)
+    if not java_class and "AnalysisException" in names and not condition:
+        # pyspark 3.5's Connect client keeps neither the JVM class nor the stack trace. Spark's own analysis errors
+        # carry an error class there; sparkbloom's (BloomIndexException) carry none.
+        return BloomIndexError(message, _jvm.BLOOM_INDEX_EXCEPTION)
+    if java_class == _jvm.NOT_IMPLEMENTED:
+        return NotImplementedOnJvmError(f"not implemented in the loaded sparkbloom jar: {message}", java_class)
+    if java_class == _jvm.FILE_NOT_FOUND:
+        return PathNotFoundError(message, java_class)
+    if java_class == _jvm.ILLEGAL_ARGUMENT or "IllegalArgumentException" in names:
+        return InvalidArgumentError(message, java_class or _jvm.ILLEGAL_ARGUMENT)
+    if "AnalysisException" in names:
+        return AnalysisError(message, java_class or _jvm.ANALYSIS_EXCEPTION, str(condition) if condition else None)
+    return SparkBloomError(f"{java_class}: {message}" if java_class else message, java_class or None)
 
 
 def _from_java(exc: Any) -> SparkBloomError:

@@ -1,7 +1,8 @@
 """Bloom indexes from Python: ``df.bloomFilterIndex(...)``, :class:`BloomIndex` handles, :func:`indexes`.
 
 Everything here calls the same Scala facade as the SQL statements (``CREATE BLOOM INDEX`` ...), through
-``sparkbloom.api.PythonApi``; nothing is decided in Python.
+``sparkbloom.api.PythonApi``: over py4j in a classic session, as ``SPARKBLOOM API`` statements over Spark Connect
+(see ``_connect``); nothing is decided in Python.
 
     >>> events = spark.read.parquet("/data/events")
     >>> idx = events.bloomFilterIndex("user_id")
@@ -18,7 +19,7 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import _jvm
+from . import _connect, _jvm
 from .errors import translate
 
 if TYPE_CHECKING:
@@ -60,6 +61,8 @@ class BloomIndex:
         >>> d["files_covered"], d["files_not_covered"], d["size_in_bytes"]
         (200, 0, 1048576)
         """
+        if _connect.is_connect(self._spark):
+            return dict(_connect.call(self._spark, "describe", {"table": self._table, "name": self._name}))
         api = _jvm.python_api(self._spark)
         with translate():
             return dict(json.loads(api.describe(_jvm.java_session(self._spark), self._table, self._name)))
@@ -71,6 +74,9 @@ class BloomIndex:
         >>> idx.refresh().describe()["files_not_covered"]
         0
         """
+        if _connect.is_connect(self._spark):
+            _connect.call(self._spark, "refresh", {"table": self._table, "name": self._name, "full": bool(full)})
+            return self
         api = _jvm.python_api(self._spark)
         with translate():
             api.refresh(_jvm.java_session(self._spark), self._table, self._name, bool(full))
@@ -82,6 +88,9 @@ class BloomIndex:
         >>> idx.drop()
         True
         """
+        if _connect.is_connect(self._spark):
+            arguments = {"table": self._table, "name": self._name, "if_exists": bool(if_exists)}
+            return bool(_connect.call(self._spark, "drop", arguments))
         api = _jvm.python_api(self._spark)
         with translate():
             return bool(api.drop(_jvm.java_session(self._spark), self._table, self._name, bool(if_exists)))
@@ -117,9 +126,12 @@ def indexes(spark: SparkSession, table_or_path: str) -> list[BloomIndex]:
     >>> [i.name for i in sparkbloom.indexes(spark, "/data/events")]
     ['bloom_user_id']
     """
-    api = _jvm.python_api(spark)
-    with translate():
-        found = json.loads(api.list(_jvm.java_session(spark), table_or_path))
+    if _connect.is_connect(spark):
+        found = _connect.call(spark, "list", {"table": table_or_path})
+    else:
+        api = _jvm.python_api(spark)
+        with translate():
+            found = json.loads(api.list(_jvm.java_session(spark), table_or_path))
     return [_handle(spark, d) for d in found]
 
 
@@ -159,7 +171,10 @@ def bloom_filter_index(
     ('user_id', 'session')
     """
     names = _column_names(columns)
-    jdf = _jvm.java_dataframe(df)  # first: a Spark Connect DataFrame has no JVM session to ask
+    if _connect.is_connect(df):  # the DataFrame travels as a temporary view of the client's session
+        arguments = {"columns": names, "name": name, "fpp": fpp, "ndv": ndv, "false_reads_per_key": false_reads_per_key}
+        return _handle(df.sparkSession, _connect.with_view(df, "create", arguments))
+    jdf = _jvm.java_dataframe(df)
     spark = df.sparkSession
     api = _jvm.python_api(spark)
     with translate():
@@ -193,5 +208,15 @@ def _attach() -> None:
     """Adds ``bloomFilterIndex`` to PySpark's DataFrame (done once, when sparkbloom is imported)."""
     from pyspark.sql import DataFrame
 
-    # A method added to pyspark's class at run time, which its type hints cannot know about.
+    # A method added to pyspark's class at run time, which its type hints cannot know about. From pyspark 4.0,
+    # pyspark.sql.DataFrame is the parent of both the classic and the Spark Connect DataFrame; in 3.5 Connect's
+    # is a class of its own, given the method too when its client is installed.
     DataFrame.bloomFilterIndex = bloom_filter_index  # type: ignore[attr-defined]
+    import pyspark
+
+    if pyspark.__version__.startswith("3."):
+        try:
+            from pyspark.sql.connect.dataframe import DataFrame as ConnectDataFrame
+        except Exception:  # no Spark Connect client (grpc, pandas...) installed: nothing to add it to
+            return
+        ConnectDataFrame.bloomFilterIndex = bloom_filter_index  # type: ignore[attr-defined]

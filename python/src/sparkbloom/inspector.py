@@ -17,7 +17,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import _jvm
+from . import _connect, _jvm
 from .errors import translate
 
 if TYPE_CHECKING:
@@ -41,6 +41,8 @@ def inspect_parquet(spark: SparkSession, path: str, probes: Iterable[str] = ()) 
                                     "probes": [{"column", "value", "result"}]}]}]}
     """
     probe_list = list(probes)
+    if _connect.is_connect(spark):
+        return dict(_connect.call(spark, "inspect", {"path": str(path), "probes": probe_list}))
     api = _jvm.python_api(spark)
     with translate():
         text = api.inspect(_jvm.java_session(spark), str(path), _jvm.string_array(spark, probe_list))

@@ -11,6 +11,7 @@ Nothing is downloaded: the jars travel inside this package.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import shlex
@@ -19,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import _jvm
+from . import _connect, _jvm
 from .errors import SparkBloomError
 
 if TYPE_CHECKING:
@@ -139,6 +140,15 @@ def configure(builder: SparkSession.Builder) -> SparkSession.Builder:
     Settings already on the builder are kept and added to. Call it before ``getOrCreate()`` of the
     first session of the process: a JVM that is already running cannot take new jars or flags.
 
+    Spark Connect: with ``builder.remote("local...")`` pyspark starts a Connect server in this process, and
+    sparkbloom's settings go to that server's JVM when it starts (through ``PYSPARK_SUBMIT_ARGS``, so that the
+    client, which may not change a server's static settings, is not asked to: no warnings). A remote server
+    (``sc://...``) is configured where it starts, not here: it needs sparkbloom's jar and
+    ``spark.sql.extensions=sparkbloom.SparkBloomExtensions`` (``start-connect-server.sh --packages
+    io.github.sparkbloom:sparkbloom-spark-<line>_<scala>:<version> --conf spark.sql.extensions=...``, or
+    ``--properties-file`` from ``python -m sparkbloom conf``); the builder is returned as it is, and the first
+    helper call against a server without sparkbloom raises :class:`JarNotLoadedError` saying so.
+
     >>> builder = SparkSession.builder.master("local[2]").config("spark.sql.extensions", "my.Ext")
     >>> spark = sparkbloom.configure(builder).getOrCreate()
     >>> spark.conf.get("spark.sql.extensions")
@@ -160,9 +170,41 @@ def _configure(builder: SparkSession.Builder) -> SparkSession.Builder:
         )
     options = getattr(builder, "_options", {})
     existing = {k: str(v) for k, v in options.items()}
+    remote = _remote_url(existing)
+    if remote is not None and not remote.startswith("local"):
+        logging.getLogger("sparkbloom").info(
+            "sparkbloom.configure: %s is a remote Spark Connect server, nothing to set on the client; %s",
+            remote,
+            _connect.SERVER_NEEDS,
+        )
+        return builder
     for key, value in spark_conf(existing).items():
-        builder = builder.config(key, value)
+        if remote is None or key in existing:
+            # Classic, or a setting the user gave the remote builder already (pyspark replays those as it does).
+            builder = builder.config(key, value)
+        else:
+            _add_submit_conf(key, value)
     return builder
+
+
+def _remote_url(options: Mapping[str, str]) -> str | None:
+    """The Spark Connect URL a builder will connect to (``local...`` when pyspark starts the server itself),
+    None for a classic session."""
+    url = options.get("spark.remote") or os.environ.get("SPARK_REMOTE")
+    if url:
+        return url
+    if options.get("spark.api.mode", os.environ.get("SPARK_API_MODE", "classic")).lower() == "connect":
+        master = options.get("spark.master", os.environ.get("MASTER", "local"))
+        return master if master.startswith("sc://") else "local"
+    return None
+
+
+def _add_submit_conf(key: str, value: str) -> None:
+    """Adds ``--conf key=value`` to the spark-submit arguments pyspark launches its JVM with, before the user's."""
+    argument = f"--conf {shlex.quote(f'{key}={value}')}"
+    current = os.environ.get("PYSPARK_SUBMIT_ARGS", "pyspark-shell")
+    if argument not in current:
+        os.environ["PYSPARK_SUBMIT_ARGS"] = f"{argument} {current}"
 
 
 def local_session(

@@ -18,6 +18,14 @@ private[api] object Json {
 
   def write(value: Any): String = mapper.writeValueAsString(toJava(value))
 
+  /** Parses `text` (the arguments of `SPARKBLOOM API`); a syntax error is an IllegalArgumentException. */
+  def read(text: String): com.fasterxml.jackson.databind.JsonNode =
+    try mapper.readTree(text)
+    catch {
+      case e: com.fasterxml.jackson.core.JsonProcessingException =>
+        throw new IllegalArgumentException(s"The arguments are not JSON: ${e.getOriginalMessage}", e)
+    }
+
   private def toJava(v: Any): AnyRef = v match {
     case null | None => null
     case Some(x) => toJava(x)

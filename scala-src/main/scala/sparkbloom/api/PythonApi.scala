@@ -5,7 +5,7 @@ import org.apache.spark.sql.execution.{FileSourceScanExec, SparkPlan}
 import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 
 import sparkbloom.index.{BloomIndexException, ColumnSpec, IndexDescription, ScanSkipping, TableRef}
-import sparkbloom.scan.{BloomScanMetricsExec, SkippingReport}
+import sparkbloom.scan.{BloomScanMetricsExec, ExecutedScans, SkippingReport}
 
 /**
  * What the Python package calls over py4j. Arguments are plain (String, String[], nullable boxed
@@ -75,6 +75,40 @@ object PythonApi {
   def indexTarget(df: DataFrame, columns: Array[String]): String = {
     val t = DataFrameTable.target(df, columns.toSeq)
     Json.write(Json.obj("table_ref" -> tableString(t.table), "columns" -> t.columns))
+  }
+
+  /**
+   * One call by name with JSON arguments, answered in JSON: what `SPARKBLOOM API method 'json'` runs, for a client
+   * with no py4j gateway (Spark Connect). The same methods as above; a DataFrame travels as a temporary view
+   * (`view`) of the client's session, and the skipping of a query that ran comes from the metrics the client
+   * received plus the names [[ExecutedScans]] kept for its nodes (`scans`).
+   */
+  def call(spark: SparkSession, method: String, arguments: String): String = {
+    val args = Json.read(arguments)
+    def opt(key: String) = Option(args.get(key)).filterNot(_.isNull)
+    def str(key: String): String = opt(key).map(_.asText).getOrElse(
+      throw new IllegalArgumentException(s"sparkbloom API $method: the argument '$key' is missing"))
+    def strings(key: String): Array[String] = opt(key).toSeq.flatMap(a => (0 until a.size).map(a.get(_).asText)).toArray
+    method.toLowerCase(java.util.Locale.ROOT) match {
+      case "create" =>
+        createForDataFrame(spark.table(str("view")), strings("columns"), opt("name").map(_.asText).orNull,
+          opt("fpp").map(n => java.lang.Double.valueOf(n.asDouble)).orNull,
+          opt("ndv").map(n => java.lang.Long.valueOf(n.asLong)).orNull,
+          opt("false_reads_per_key").map(n => java.lang.Double.valueOf(n.asDouble)).orNull)
+      case "list" => list(spark, str("table"))
+      case "describe" => describe(spark, str("table"), str("name"))
+      case "refresh" => refresh(spark, str("table"), str("name"), opt("full").exists(_.asBoolean))
+      case "drop" => Json.write(drop(spark, str("table"), str("name"), opt("if_exists").exists(_.asBoolean)))
+      case "inspect" => inspect(spark, str("path"), strings("probes"))
+      case "scans" =>
+        val ids = opt("plan_ids").toSeq.flatMap(a => (0 until a.size).map(a.get(_).asInt))
+        Json.write(ExecutedScans.of(spark, ids).map { case (id, r) =>
+          Json.obj("plan_id" -> id, "scan_table" -> r.scanTable, "scan_format" -> r.scanFormat,
+            "skipping" -> r.skipping.map(skippingJson).orNull)
+        })
+      case other => throw new IllegalArgumentException(s"Unknown sparkbloom API method '$other' (known: create, " +
+          "list, describe, refresh, drop, inspect, scans)")
+    }
   }
 
   private val PathSyntax = """(?is)parquet\.`(.+)`""".r
@@ -168,11 +202,9 @@ object PythonApi {
       def scan(p: SparkPlan, table: String, format: String) = Json.obj("table" -> table, "format" -> format,
         "metrics" -> metrics(p), "bloom_metrics" -> bloom.find(_.child eq p).map(metrics).orNull)
       collect(plan) {
-        case s: FileSourceScanExec => scan(s,
-            s.tableIdentifier.map(_.unquotedString).getOrElse(s.relation.location.rootPaths.mkString(", ")),
-            s.relation.fileFormat.toString)
-        case b: org.apache.spark.sql.execution.datasources.v2.BatchScanExec =>
-          scan(b, b.table.name(), b.scan.description())
+        case s @ (_: FileSourceScanExec | _: org.apache.spark.sql.execution.datasources.v2.BatchScanExec) =>
+          val (table, format) = SkippingReport.scanOf(s).get
+          scan(s, table, format)
       }
     }
   }

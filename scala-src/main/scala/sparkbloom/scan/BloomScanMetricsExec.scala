@@ -46,8 +46,12 @@ case class BloomScanMetricsExec(child: SparkPlan) extends UnaryExecNode {
        "keysProbed" -> SQLMetrics.createMetric(sparkContext, "run-time keys probed"))) ++
       native.map(_.all).getOrElse(Map.empty) // updated by the scan's tasks
 
-  override protected def doExecute(): RDD[InternalRow] = { val rdd = child.execute(); report(); rdd }
-  override protected def doExecuteColumnar(): RDD[ColumnarBatch] = { val rdd = child.executeColumnar(); report(); rdd }
+  override protected def doExecute(): RDD[InternalRow] = {
+    val rdd = child.execute(); report(); ExecutedScans.record(this, child); rdd
+  }
+  override protected def doExecuteColumnar(): RDD[ColumnarBatch] = {
+    val rdd = child.executeColumnar(); report(); ExecutedScans.record(this, child); rdd
+  }
 
   /** Called once the scan has made its RDD, i.e. listed (and pruned) its files. */
   private def report(): Unit = if (index.isDefined) index.flatMap(_.lastSkipping).foreach { k =>

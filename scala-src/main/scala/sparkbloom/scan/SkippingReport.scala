@@ -38,13 +38,22 @@ object SkippingReport extends AdaptiveSparkPlanHelper {
     case b: org.apache.spark.sql.execution.datasources.v2.BatchScanExec
         if BloomScanMetricsExec.nativeMetrics(b).isDefined =>
       val v = b.scan.asInstanceOf[BloomParquetScanV2]
-      val files = v.planInputPartitions().iterator.flatMap {
+      val files = b.inputPartitions.iterator.flatMap { // the scan's own (planned once, then kept)
         case f: org.apache.spark.sql.execution.datasources.FilePartition => f.files.iterator.map(_.filePath)
         case _ => Iterator.empty
       }.toSet.size.toLong
       Some(withNative(b,
         ScanSkipping("", v.fileIndex.rootPaths.mkString(", "), v.spec.all.sql, files, files, 0L, 0L, files)))
   }.flatten
+
+  /** A file scan's table (its catalog name, else its root paths) and format, as Spark names them. */
+  def scanOf(p: SparkPlan): Option[(String, String)] = p match {
+    case s: FileSourceScanExec => Some((
+          s.tableIdentifier.map(_.unquotedString).getOrElse(s.relation.location.rootPaths.mkString(", ")),
+          s.relation.fileFormat.toString))
+    case b: org.apache.spark.sql.execution.datasources.v2.BatchScanExec => Some((b.table.name(), b.scan.description()))
+    case _ => None
+  }
 
   private def withNative(s: SparkPlan, k: ScanSkipping): ScanSkipping =
     BloomScanMetricsExec.nativeMetrics(s) match {

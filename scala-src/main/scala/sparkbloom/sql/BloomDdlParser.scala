@@ -18,6 +18,8 @@ import sparkbloom.index.{ColumnSpec, IndexOptionParser, IndexedColumn, TableRef}
  * (...)]
  *     (Databricks' fpp is per file; false_reads_per_key is accepted too)
  *   DROP BLOOMFILTER INDEX ON [TABLE] table [FOR COLUMNS (col, ...)]
+ *   SPARKBLOOM API method 'arguments as JSON'
+ *     (the Python helpers' calls from a client without py4j, such as Spark Connect: see SparkBloomApiCommand)
  *
  *   table := identifier ('.' identifier)*  |  parquet.`/path`
  * }}}
@@ -39,6 +41,7 @@ private final class BloomDdlParser(in: TokenCursor) {
       case "REFRESH" => in.expectWord("BLOOM"); refresh()
       case "SHOW" => in.expectWord("BLOOM"); show()
       case "DESC" | "DESCRIBE" => in.expectWord("BLOOM"); describe()
+      case "SPARKBLOOM" => in.expectWord("API"); api()
       case _ => throw in.error(verb, "expected CREATE, DROP, REFRESH, SHOW or DESCRIBE")
     }
     in.expectEnd()
@@ -79,6 +82,13 @@ private final class BloomDdlParser(in: TokenCursor) {
     in.expectWord("INDEX")
     val name = indexName()
     DescribeBloomIndexCommand(onTable(), name)
+  }
+
+  private def api(): LogicalPlan = {
+    val method = in.identifier("a sparkbloom API method").text
+    val arguments = in.next()
+    if (arguments.kind != TokenKind.Str) throw in.error(arguments, "expected the arguments as a JSON string")
+    SparkBloomApiCommand(method, arguments.text)
   }
 
   private def databricksCreate(): LogicalPlan = {

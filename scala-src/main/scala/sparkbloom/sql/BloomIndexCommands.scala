@@ -1,10 +1,12 @@
 package sparkbloom.sql
 
 import org.apache.spark.sql.{Row, SparkSession}
-import org.apache.spark.sql.catalyst.expressions.Attribute
+import org.apache.spark.sql.catalyst.expressions.{Attribute, AttributeReference}
 import org.apache.spark.sql.execution.command.LeafRunnableCommand
 
-import sparkbloom.api.BloomIndexes
+import org.apache.spark.sql.types.StringType
+
+import sparkbloom.api.{BloomIndexes, PythonApi}
 import sparkbloom.index.{ColumnSpec, TableRef}
 
 // The commands the parser produces. Each is thin: it calls the facade (the same one the Scala and Python
@@ -74,4 +76,16 @@ case class DropBloomFilterColumnsCommand(table: TableRef, columns: Seq[String]) 
 object DropBloomFilterColumnsCommand {
   /** The index Databricks' statements create and drop: they name no index, so all share this one. */
   val IndexName = "bloomfilter"
+}
+
+/**
+ * `SPARKBLOOM API method 'json'`: one call of the Python helpers ([[PythonApi.call]]) made over SQL, for a client
+ * that has no py4j gateway to the driver (Spark Connect). One row, column `result`: the call's JSON answer.
+ */
+case class SparkBloomApiCommand(
+    method: String,
+    arguments: String,
+    override val output: Seq[Attribute] = Seq(AttributeReference("result", StringType, nullable = false)()))
+  extends LeafRunnableCommand {
+  override def run(spark: SparkSession): Seq[Row] = Seq(Row(PythonApi.call(spark, method, arguments)))
 }

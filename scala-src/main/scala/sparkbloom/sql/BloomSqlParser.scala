@@ -17,7 +17,8 @@ import sparkbloom.shims.ParserShims
  *   CREATE | DROP | REFRESH | SHOW | DESC | DESCRIBE   BLOOM | BLOOMFILTER   INDEX | INDEXES
  * }}}
  * (for DESC[RIBE] a name must follow too, so `DESCRIBE bloom index` still describes column `index` of
- * table `bloom`). Ours are parsed by [[BloomDdlParser]]; everything else, and every other method,
+ * table `bloom`), or `SPARKBLOOM API` (the Python helpers' calls over SQL). Ours are parsed by
+ * [[BloomDdlParser]]; everything else, and every other method,
  * goes to Spark's parser unchanged, errors included.
  *
  * The methods every supported Spark line has are below; the ones a line added (`parseRoutineParam` in
@@ -49,6 +50,7 @@ object BloomSqlParser {
 
   /** Whether the statement is one of ours: a look at its first words only, never an error. */
   def claims(sqlText: String): Boolean = leadingWords(sqlText, 4) match {
+    case Seq("SPARKBLOOM", "API", _*) => true
     case Seq(verb, obj, noun, rest @ _*) if Objects(obj) && Nouns(noun) && Verbs(verb) =>
       if (verb == "DESC" || verb == "DESCRIBE") rest.headOption.exists(w => w == "`" || SqlLexer.isWordChar(w.head))
       else true

@@ -20,7 +20,9 @@ class BloomSqlParserDelegationSuite extends AnyFunSuite {
     "DESCRIBE BLOOM INDEX i ON t",
     "desc bloom index `i` on t",
     "CREATE BLOOMFILTER INDEX ON t FOR COLUMNS(a)",
-    "DROP BLOOMFILTER INDEX ON t")
+    "DROP BLOOMFILTER INDEX ON t",
+    "SPARKBLOOM API list '{}'",
+    " sparkbloom api")
 
   private val notClaimed = Seq(
     "SELECT * FROM bloom",
@@ -34,6 +36,8 @@ class BloomSqlParserDelegationSuite extends AnyFunSuite {
     "DESCRIBE TABLE bloom",
     "REFRESH TABLE bloom",
     "CREATE BLOOMINDEX i ON t (a)",
+    "SELECT sparkbloom FROM api",
+    "SPARKBLOOM",
     "/* CREATE BLOOM INDEX */ SELECT 1",
     "-- CREATE BLOOM INDEX i ON t (a)",
     "/* never closed CREATE BLOOM INDEX",

@@ -4,7 +4,9 @@ import java.nio.file.Files
 
 import org.apache.spark.sql.Row
 import org.apache.spark.sql.catalyst.parser.ParseException
+import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 
+import sparkbloom.scan.BloomScanMetricsExec
 import sparkbloom.testing.SparkSessionSuite
 
 /** The parser inside a real session, registered the way users do it: spark.sql.extensions. */
@@ -38,6 +40,37 @@ class BloomSqlSessionSuite extends SparkSessionSuite {
     val e =
       intercept[org.apache.spark.sql.AnalysisException](spark.sql(s"CREATE BLOOM INDEX ix ON parquet.`$dir` (nope)"))
     assert(e.getMessage.contains("Column nope does not exist"))
+  }
+
+  test("SPARKBLOOM API: the Python helpers' calls over SQL (Spark Connect), a DataFrame as a temporary view") {
+    val dir = java.nio.file.Files.createTempDirectory("apisuite").toString + "/t"
+    spark.range(0, 1000, 1, 4).selectExpr("id AS k", "cast(id as string) as s").write.parquet(dir)
+    def call(method: String, json: String): String = {
+      val df = spark.sql(s"SPARKBLOOM API $method '${json.replace("\\", "\\\\").replace("'", "\\'")}'")
+      val rows = df.collect()
+      assert(rows.length == 1 && df.schema.fieldNames.toSeq == Seq("result"))
+      rows.head.getString(0)
+    }
+    spark.read.parquet(dir).where("k > 3").createOrReplaceTempView("api_df")
+    val created = call("create", """{"view": "api_df", "columns": ["k"], "name": "ix", "fpp": 0.01}""")
+    assert(created.contains("\"name\":\"ix\"") && created.contains("\"files_covered\":4"), created)
+    assert(call("list", s"""{"table": "$dir"}""").contains("\"name\":\"ix\""))
+    // A query's scan node is recorded under its id, for the session that ran it only.
+    val q = spark.read.parquet(dir).where("k = 7")
+    assert(q.collect().map(_.getLong(0)).toSeq == Seq(7L))
+    object Plans extends AdaptiveSparkPlanHelper
+    val ids = Plans.collect(q.queryExecution.executedPlan) { case b: BloomScanMetricsExec => b.id }
+    assert(ids.nonEmpty)
+    val scans = call("scans", s"""{"plan_ids": [${ids.mkString(", ")}, -1]}""")
+    assert(scans.contains("\"predicate\":\"k = 7\"") && scans.contains("\"files_total\":4"), scans)
+    assert(spark.newSession().sql(s"""SPARKBLOOM API scans '{"plan_ids": [${ids.head}]}'""").head.getString(0) == "[]")
+    assert(call("drop", s"""{"table": "$dir", "name": "ix"}""") == "true")
+    val unknown = intercept[IllegalArgumentException](call("nope", "{}"))
+    assert(unknown.getMessage.contains("Unknown sparkbloom API method 'nope'"))
+    val missing = intercept[IllegalArgumentException](call("describe", "{}"))
+    assert(missing.getMessage.contains("the argument 'table' is missing"))
+    intercept[ParseException](spark.sql("SPARKBLOOM API list 42"))
+    spark.catalog.dropTempView("api_df")
   }
 
   test("a bad statement fails at parse time, before any command runs") {

@@ -57,7 +57,7 @@ lazy val lakehouseJars = taskKey[Seq[File]](
     "target/lakehouse/spark-<line>")
 
 ThisBuild / organization := "io.sparkbloom"
-ThisBuild / version := "0.1.0"
+ThisBuild / version := v("version")
 ThisBuild / scalaVersion := sparkLine.scala
 
 lazy val root = (project in file("."))

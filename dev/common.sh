@@ -100,6 +100,8 @@ ensure_package() {
 # The wheel, from python/ with whatever jars python/src/sparkbloom/jars holds.
 build_wheel() {
   cp "$ROOT/project/jvm-flags.txt" "$ROOT/python/src/sparkbloom/jvm-flags.txt"
+  # The package's version (pyproject.toml reads it, and so does sparkbloom.__version__): project/versions.properties'.
+  prop version > "$ROOT/python/src/sparkbloom/VERSION"
   # The wheel redistributes zero-allocation-hashing's jar: it carries the licence and notice (python/pyproject.toml).
   cp "$ROOT/LICENSE" "$ROOT/NOTICE" "$ROOT/python/"
   log "building the sparkbloom wheel (jars: $(cd "$ROOT/python/src/sparkbloom/jars" && ls | tr '\n' ' '))"

@@ -60,6 +60,7 @@ lazy val lakehouseJars = taskKey[Seq[File]](
 // artifact per line (crossPaths adds the Scala suffix), published by `root/publish` into the Maven-layout
 // repository dist/maven (dev/release, dev/matrix).
 ThisBuild / organization := "io.github.sparkbloom"
+ThisBuild / versionScheme := Some("early-semver")
 ThisBuild / version := v("version")
 ThisBuild / scalaVersion := sparkLine.scala
 
@@ -73,6 +74,16 @@ lazy val root = (project in file("."))
     publishConfiguration := publishConfiguration.value.withOverwrite(true),
     // The jar, its sources (every variant directory of the line included) and the POM; no javadoc.
     Compile / packageDoc / publishArtifact := false,
+    // The sources jar holds the variant directories' files (flat, e.g. scala-src/shims/spark-3.5/ParserShims.scala)
+    // under their packages' paths, as IDEs and debuggers look sources up.
+    Compile / packageSrc / mappings := {
+      val variants = Seq("shims", "formats").flatMap(d =>
+        SparkLines.variantDirs(baseDirectory.value / "scala-src" / d, libraryVersions)).toSet
+      (Compile / packageSrc / mappings).value.map { case (f, path) =>
+        val pkg = if (variants(f.getParentFile)) IO.readLines(f).map(_.trim).find(_.startsWith("package ")) else None
+        f -> pkg.fold(path)(p => p.stripPrefix("package ").trim.replace('.', '/') + "/" + f.getName)
+      }
+    },
     // The POM names what a user's build needs: zero-allocation-hashing (and Scala) at compile scope, Spark as
     // provided. Dependencies of sbt-only configurations (Test, LakehouseRuntime) stay out of it.
     makePomConfiguration := makePomConfiguration.value.withConfigurations(Vector(Compile, Provided)),

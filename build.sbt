@@ -56,13 +56,57 @@ lazy val lakehouseJars = taskKey[Seq[File]](
   "Copies the line's Delta Lake and Iceberg runtime jars (Maven Central, through sbt's cache) to " +
     "target/lakehouse/spark-<line>")
 
-ThisBuild / organization := "io.sparkbloom"
-ThisBuild / version := "0.1.0"
+// Maven coordinates: io.github.sparkbloom:sparkbloom-spark-<Spark major.minor>_<Scala binary>:<version>, one
+// artifact per line (crossPaths adds the Scala suffix), published by `root/publish` into the Maven-layout
+// repository dist/maven (dev/release, dev/matrix).
+ThisBuild / organization := "io.github.sparkbloom"
+ThisBuild / versionScheme := Some("early-semver")
+ThisBuild / version := v("version")
 ThisBuild / scalaVersion := sparkLine.scala
 
 lazy val root = (project in file("."))
   .settings(
-    name := s"sparkbloom-spark${sparkLine.id}",
+    name := s"sparkbloom-spark-${sparkLine.minor._1}.${sparkLine.minor._2}",
+    moduleName := name.value, // the artifactId as is (sbt's default would turn its dots into dashes)
+    description := "Parquet bloom-filter indexes and data skipping for Apache Spark",
+    licenses := Seq("Apache-2.0" -> url("https://www.apache.org/licenses/LICENSE-2.0.txt")),
+    publishTo := Some(MavenCache("dist", (ThisBuild / baseDirectory).value / "dist" / "maven")),
+    publishConfiguration := publishConfiguration.value.withOverwrite(true),
+    // The jar, its sources (every variant directory of the line included) and the POM; no javadoc.
+    Compile / packageDoc / publishArtifact := false,
+    // The sources jar holds the variant directories' files (flat, e.g. scala-src/shims/spark-3.5/ParserShims.scala)
+    // under their packages' paths, as IDEs and debuggers look sources up.
+    Compile / packageSrc / mappings := {
+      val variants = Seq("shims", "formats").flatMap(d =>
+        SparkLines.variantDirs(baseDirectory.value / "scala-src" / d, libraryVersions)).toSet
+      (Compile / packageSrc / mappings).value.map { case (f, path) =>
+        val pkg = if (variants(f.getParentFile)) IO.readLines(f).map(_.trim).find(_.startsWith("package ")) else None
+        f -> pkg.fold(path)(p => p.stripPrefix("package ").trim.replace('.', '/') + "/" + f.getName)
+      }
+    },
+    // The POM names what a user's build needs: zero-allocation-hashing (and Scala) at compile scope, Spark as
+    // provided. Dependencies of sbt-only configurations (Test, LakehouseRuntime) stay out of it.
+    makePomConfiguration := makePomConfiguration.value.withConfigurations(Vector(Compile, Provided)),
+    // A line compiling against the jars inside pyspark (not on Central) resolves no Spark module: its POM names
+    // Spark all the same, provided.
+    pomPostProcess := { (pom: scala.xml.Node) =>
+      if (sparkLine.jarsFrom == "central") pom
+      else {
+        val spark =
+          <dependency>
+            <groupId>org.apache.spark</groupId>
+            <artifactId>spark-sql_{scalaBinary}</artifactId>
+            <version>{sparkLine.spark}</version>
+            <scope>provided</scope>
+          </dependency>
+        new scala.xml.transform.RuleTransformer(new scala.xml.transform.RewriteRule {
+          override def transform(n: scala.xml.Node): Seq[scala.xml.Node] = n match {
+            case e: scala.xml.Elem if e.label == "dependencies" => e.copy(child = e.child :+ spark)
+            case other => other
+          }
+        }).transform(pom).head
+      }
+    },
     target := baseDirectory.value / "target" / s"spark-${sparkLine.id}",
     Compile / scalaSource := baseDirectory.value / "scala-src" / "main" / "scala",
     Compile / unmanagedSourceDirectories ++=

@@ -100,11 +100,34 @@ ensure_package() {
 # The wheel, from python/ with whatever jars python/src/sparkbloom/jars holds.
 build_wheel() {
   cp "$ROOT/project/jvm-flags.txt" "$ROOT/python/src/sparkbloom/jvm-flags.txt"
+  # The package's version (pyproject.toml reads it, and so does sparkbloom.__version__): project/versions.properties'.
+  prop version > "$ROOT/python/src/sparkbloom/VERSION"
   # The wheel redistributes zero-allocation-hashing's jar: it carries the licence and notice (python/pyproject.toml).
   cp "$ROOT/LICENSE" "$ROOT/NOTICE" "$ROOT/python/"
   log "building the sparkbloom wheel (jars: $(cd "$ROOT/python/src/sparkbloom/jars" && ls | tr '\n' ' '))"
   rm -rf "$ROOT/python/dist" "$ROOT/python/build"
   "$PY" -m pip wheel -q --no-deps --no-build-isolation -w "$ROOT/python/dist" "$ROOT/python"
+}
+
+# Every line of project/versions.properties in one sbt session (a JVM start and a warm compiler saved per line:
+# each `reload` re-reads build.sbt with the next line's -Dsparkbloom.line): the line's jar (`bundle`:
+# target/bundles/spark-<line>), its Maven artifacts (`root/publish`: jar, sources jar and POM in the Maven-layout
+# repository dist/maven), then the tasks given (e.g. `harness/package`); then the one wheel carrying every line's
+# jar (python/dist). Used by dev/matrix and dev/release. Usage: build_lines [sbt task per line ...]
+build_lines() {
+  local cmds=() line
+  for line in $(all_lines); do
+    ensure_pyspark_jars "$line"
+    cmds+=("eval { println(\"[sparkbloom] line $line: Spark $(line_field "$line" 1), Scala $(line_field "$line" 2): jar, Maven artifacts${*:+, $*}\"); System.setProperty(\"sparkbloom.line\", \"$line\") }"
+           reload bundle root/publish "$@")
+  done
+  rm -rf "$ROOT/target/bundles" "$ROOT/dist/maven"
+  sbt "${cmds[@]}"
+  rm -rf "$ROOT/python/src/sparkbloom/jars"; mkdir -p "$ROOT/python/src/sparkbloom/jars"
+  for line in $(all_lines); do
+    cp -r "$ROOT/target/bundles/spark-$line" "$ROOT/python/src/sparkbloom/jars/"
+  done
+  build_wheel
 }
 
 # A line's `lakehouse.<line>` row (delta-spark and iceberg-spark-runtime, "-" for none); "- -" without a row.

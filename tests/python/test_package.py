@@ -22,6 +22,10 @@ import sparkbloom
 
 from conftest import ROOT, run_python
 
+# sparkbloom's version: project/versions.properties' `version`, the one place it is written.
+VERSION = next(line.split("=", 1)[1].strip() for line in (ROOT / "project" / "versions.properties").read_text()
+               .splitlines() if line.startswith("version="))
+
 
 def sh(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> str:
     proc = subprocess.run(list(args), capture_output=True, text=True, env=env, cwd=cwd, timeout=900)
@@ -52,9 +56,11 @@ def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str,
     source = tmp / "python"
     ignore = shutil.ignore_patterns("build", "dist", "*.egg-info", "__pycache__")
     shutil.copytree(ROOT / "python", source, ignore=ignore)
+    # The version, as dev/common.sh build_wheel writes it: project/versions.properties'.
+    (source / "src" / "sparkbloom" / "VERSION").write_text(VERSION + "\n")
     dist = tmp / "dist"
     sh(sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dist), str(source))
-    [wheel] = dist.glob("sparkbloom-0.1.0-*.whl")
+    [wheel] = dist.glob(f"sparkbloom-{VERSION}-*.whl")
 
     venv = tmp / "venv"
     sh(sys.executable, "-m", "venv", str(venv))
@@ -67,7 +73,7 @@ def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str,
     site = sh(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])", env=env).strip()
     (Path(site) / "pyspark_from_dev_env.pth").write_text(str(pyspark_only(tmp / "pyspark-only")) + "\n")
 
-    sh(python, "-m", "pip", "install", "-q", "--no-index", "--find-links", str(dist), "sparkbloom==0.1.0", env=env)
+    sh(python, "-m", "pip", "install", "-q", "--no-index", "--find-links", str(dist), f"sparkbloom=={VERSION}", env=env)
     return python, env
 
 
@@ -91,6 +97,10 @@ def test_the_wheel_installs_into_a_fresh_venv_with_no_network_and_carries_its_ja
     licences = sh(python, "-c", "import importlib.metadata as m; print(sorted(f.name for f in m.files('sparkbloom') "
                   "if f.parent.name == 'licenses'))", env=env, cwd=tmp_path)
     assert licences.strip() == "['LICENSE', 'NOTICE']"
+    # Its version is project/versions.properties', in the wheel's metadata and in sparkbloom.__version__.
+    versions = sh(python, "-c", "import importlib.metadata as m, sparkbloom; print(m.version('sparkbloom'), "
+                  "sparkbloom.__version__)", env=env, cwd=tmp_path)
+    assert versions.split() == [VERSION, VERSION]
 
 
 def test_a_session_from_the_fresh_venv_loads_the_extension(

@@ -27,7 +27,7 @@ from .inspector import format_report, inspect_parquet
 from .session import configure, jar_paths, java_options, spark_conf
 from .skipping import ScanSkipping, scan_metrics, skipping
 
-__version__ = "0.1.0"
+from ._version import __version__ as __version__  # isort: skip  (project/versions.properties, via VERSION)
 
 __all__ = [
     "AnalysisError",

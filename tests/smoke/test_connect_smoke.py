@@ -50,7 +50,7 @@ def free_port() -> int:
 
 def connect_script() -> Path:
     own = SPARK_HOME / "sbin" / "start-connect-server.sh"
-    script = Path(os.environ.get("SPARKBLOOM_CONNECT_SCRIPT", own))
+    script = own if own.is_file() else Path(os.environ.get("SPARKBLOOM_CONNECT_SCRIPT") or own)
     assert script.is_file(), (
         f"no start-connect-server.sh: pyspark {pyspark.__version__} has none; set SPARKBLOOM_CONNECT_SCRIPT to "
         "a Spark release's sbin/start-connect-server.sh (dev/matrix uses pyspark 4.3.0's)"

@@ -15,6 +15,7 @@ Every lookup is checked against the same query with sparkbloom switched off, thr
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import socket
@@ -36,6 +37,7 @@ SPARK_HOME = Path(pyspark.__file__).resolve().parent
 SPARK_35 = pyspark.__version__.startswith("3.")
 SCALA = "2.12" if SPARK_35 else "2.13"
 # Spark 3.5's Connect server is not in the pyspark release: its plugin comes from Maven Central.
+SERVER_URL = ""  # the server start_server started, for the thin client
 # (SPARKBLOOM_CONNECT_PLUGIN names another patch release when the mirror at hand lacks this one.)
 CONNECT_PLUGIN = os.environ.get(
     "SPARKBLOOM_CONNECT_PLUGIN", f"org.apache.spark:spark-connect_{SCALA}:{pyspark.__version__}"
@@ -98,11 +100,13 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SparkSessi
     """The Connect session, and the warnings building it raised."""
     tmp = tmp_path_factory.mktemp("connect")
     proc = None
+    global SERVER_URL
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if MODE == "script":
             proc, port, _ = start_server(tmp)
-            builder = SparkSession.builder.remote(f"sc://localhost:{port}")
+            SERVER_URL = f"sc://localhost:{port}"
+            builder = SparkSession.builder.remote(SERVER_URL)
             before = dict(getattr(builder, "_options", {}))
             configured = sparkbloom.configure(builder)
             assert dict(getattr(configured, "_options", {})) == before  # a remote server is configured where it runs
@@ -213,3 +217,45 @@ def test_errors_are_sparkbloom_errors(spark: tuple[SparkSession, list[str]], tab
     # A DataFrame no action ran on has no metrics to read (and pyspark 3.5's keeps none at all).
     with pytest.raises(sparkbloom.SparkBloomError, match="keeps no metrics" if SPARK_35 else "has not run yet"):
         sparkbloom.skipping(session.read.parquet(table))
+
+
+THIN_CLIENT = r"""
+import json, sys, warnings
+warnings.simplefilter("always")
+with warnings.catch_warnings(record=True) as caught:
+    import sparkbloom
+    from pyspark.sql import SparkSession
+    spark = sparkbloom.configure(SparkSession.builder.remote(sys.argv[1])).getOrCreate()
+table = sys.argv[2]
+idx = spark.read.parquet(table).bloomFilterIndex("s", name="thin_s")
+spark.conf.set("spark.sparkbloom.enabled", "false")
+off = sorted(tuple(r) for r in spark.read.parquet(table).where("s = 'user-777'").collect())
+spark.conf.set("spark.sparkbloom.enabled", "true")
+q = spark.read.parquet(table).where("s = 'user-777'")
+on = sorted(tuple(r) for r in q.collect())
+[s] = [r for r in sparkbloom.skipping(q) if r.index.startswith("thin_s")]
+dropped = idx.drop()
+print("THIN " + json.dumps({
+    "py4j": "py4j" in sys.modules, "warnings": [str(w.message) for w in caught if w.category is not DeprecationWarning],
+    "off": off, "on": on, "files": [s.files_total, s.files_kept], "dropped": dropped,
+}))
+"""
+
+
+def test_the_thin_pyspark_client_needs_no_py4j(spark: tuple[SparkSession, list[str]], table: str) -> None:
+    """Spark 4's pyspark-client (no JVM, no py4j) with the sparkbloom wheel, against the script-started server.
+    dev/matrix makes its venv on the default line (SPARKBLOOM_THIN_CLIENT_PYTHON)."""
+    python = os.environ.get("SPARKBLOOM_THIN_CLIENT_PYTHON")
+    if MODE != "script" or not python:
+        pytest.skip("the thin client runs against a script-started server, where dev/matrix gives it a venv")
+    check = subprocess.run([python, "-c", "import py4j"], capture_output=True, text=True)
+    assert check.returncode != 0, "the thin client's venv has py4j"
+    env = {k: v for k, v in os.environ.items() if k not in ("SPARK_HOME", "PYSPARK_SUBMIT_ARGS")}
+    proc = subprocess.run([python, "-c", THIN_CLIENT, SERVER_URL, table], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    [line] = [x for x in proc.stdout.splitlines() if x.startswith("THIN ")]
+    r = json.loads(line[5:])
+    assert r["py4j"] is False and r["warnings"] == [], r
+    assert r["on"] == r["off"] == [[777, "user-777"]], r
+    assert r["files"] == [20, 1] and r["dropped"] is True, r

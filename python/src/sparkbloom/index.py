@@ -206,7 +206,13 @@ def _column_names(columns: Sequence[str | Sequence[str]]) -> list[str]:
 
 def _attach() -> None:
     """Adds ``bloomFilterIndex`` to PySpark's DataFrame (done once, when sparkbloom is imported)."""
-    from pyspark.sql import DataFrame
+    try:
+        from pyspark.sql import DataFrame
+    except ModuleNotFoundError as e:
+        raise ModuleNotFoundError(
+            "sparkbloom needs pyspark 3.5 to 4.3, or Spark 4's Spark Connect client pyspark-client: "
+            "pip install 'sparkbloom[pyspark]', or install the pyspark your cluster runs"
+        ) from e
 
     # A method added to pyspark's class at run time, which its type hints cannot know about. From pyspark 4.0,
     # pyspark.sql.DataFrame is the parent of both the classic and the Spark Connect DataFrame; in 3.5 Connect's

@@ -160,6 +160,17 @@ def configure(builder: SparkSession.Builder) -> SparkSession.Builder:
 def _configure(builder: SparkSession.Builder) -> SparkSession.Builder:
     """What :func:`configure` does, one call below it and :func:`local_session` so that the warning names
     the line that called either."""
+    options = getattr(builder, "_options", {})
+    existing = {k: str(v) for k, v in options.items()}
+    remote = _remote_url(existing)
+    if remote is not None and not remote.startswith("local"):
+        # (pyspark-client, Spark 4's thin Connect client, has no SparkContext or py4j: nothing below is needed.)
+        logging.getLogger("sparkbloom").info(
+            "sparkbloom.configure: %s is a remote Spark Connect server, nothing to set on the client; %s",
+            remote,
+            _connect.SERVER_NEEDS,
+        )
+        return builder
     from pyspark import SparkContext
 
     if SparkContext._active_spark_context is not None:
@@ -168,16 +179,6 @@ def _configure(builder: SparkSession.Builder) -> SparkSession.Builder:
             "configure the builder before the first getOrCreate()",
             stacklevel=3,
         )
-    options = getattr(builder, "_options", {})
-    existing = {k: str(v) for k, v in options.items()}
-    remote = _remote_url(existing)
-    if remote is not None and not remote.startswith("local"):
-        logging.getLogger("sparkbloom").info(
-            "sparkbloom.configure: %s is a remote Spark Connect server, nothing to set on the client; %s",
-            remote,
-            _connect.SERVER_NEEDS,
-        )
-        return builder
     for key, value in spark_conf(existing).items():
         if remote is None or key in existing:
             # Classic, or a setting the user gave the remote builder already (pyspark replays those as it does).

@@ -60,17 +60,19 @@ def connect_script() -> Path:
     return script
 
 
-def start_server(tmp: Path) -> tuple[subprocess.Popen[bytes], int, Path]:
-    """Spark's own start-connect-server.sh (in the foreground: --wait), with sparkbloom on --jars."""
+def start_server(tmp: Path, with_sparkbloom: bool = True) -> tuple[subprocess.Popen[bytes], int, Path]:
+    """Spark's own start-connect-server.sh (in the foreground: --wait), with sparkbloom on --jars (or without)."""
     port = free_port()
     conf = sparkbloom.spark_conf()
-    args = [
-        "bash", str(connect_script()), "--wait",
-        "--master", "local[2]",
-        "--jars", conf["spark.jars"],
-        "--conf", f"spark.sql.extensions={conf['spark.sql.extensions']}",
-        "--conf", f"spark.driver.extraJavaOptions={conf['spark.driver.extraJavaOptions']}",
-        "--conf", f"spark.executor.extraJavaOptions={conf['spark.executor.extraJavaOptions']}",
+    args = ["bash", str(connect_script()), "--wait", "--master", "local[2]"]
+    if with_sparkbloom:
+        args += [
+            "--jars", conf["spark.jars"],
+            "--conf", f"spark.sql.extensions={conf['spark.sql.extensions']}",
+            "--conf", f"spark.driver.extraJavaOptions={conf['spark.driver.extraJavaOptions']}",
+            "--conf", f"spark.executor.extraJavaOptions={conf['spark.executor.extraJavaOptions']}",
+        ]
+    args += [
         "--conf", f"spark.connect.grpc.binding.port={port}",
         "--conf", "spark.ui.enabled=false",
         "--conf", "spark.sql.shuffle.partitions=2",
@@ -80,7 +82,7 @@ def start_server(tmp: Path) -> tuple[subprocess.Popen[bytes], int, Path]:
         args += ["--packages", CONNECT_PLUGIN]
     env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOG_DIR": str(tmp), "SPARK_PID_DIR": str(tmp)}
     env.pop("PYSPARK_SUBMIT_ARGS", None)
-    log = tmp / "connect-server.log"
+    log = tmp / f"connect-server-{port}.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp)
     deadline = time.monotonic() + 180
@@ -259,3 +261,35 @@ def test_the_thin_pyspark_client_needs_no_py4j(spark: tuple[SparkSession, list[s
     assert r["py4j"] is False and r["warnings"] == [], r
     assert r["on"] == r["off"] == [[777, "user-777"]], r
     assert r["files"] == [20, 1] and r["dropped"] is True, r
+
+
+THIN_WITHOUT_SPARKBLOOM = r"""
+import sys
+import sparkbloom
+from pyspark.sql import SparkSession
+spark = sparkbloom.configure(SparkSession.builder.remote(sys.argv[1])).getOrCreate()
+try:
+    sparkbloom.indexes(spark, "/tmp/anything")
+except sparkbloom.JarNotLoadedError as e:
+    print("NOT LOADED " + str(e))
+"""
+
+
+def test_a_server_without_sparkbloom_is_named_as_such(tmp_path: Path) -> None:
+    """A Connect server started without sparkbloom: the helpers say what the server needs (the thin client, on the
+    default line, where dev/matrix gives it a venv)."""
+    python = os.environ.get("SPARKBLOOM_THIN_CLIENT_PYTHON")
+    if MODE != "script" or not python:
+        pytest.skip("runs with the thin client, against a script-started server")
+    proc, port, log = start_server(tmp_path, with_sparkbloom=False)
+    try:
+        env = {k: v for k, v in os.environ.items() if k not in ("SPARK_HOME", "PYSPARK_SUBMIT_ARGS")}
+        run = subprocess.run([python, "-c", THIN_WITHOUT_SPARKBLOOM, f"sc://localhost:{port}"], capture_output=True,
+                             text=True, env=env, timeout=300)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-5000:]
+    [line] = [x for x in run.stdout.splitlines() if x.startswith("NOT LOADED ")]
+    assert "sparkbloom is not loaded on this Spark Connect server" in line
+    assert "spark.sql.extensions=sparkbloom.SparkBloomExtensions" in line and "--packages" in line, line

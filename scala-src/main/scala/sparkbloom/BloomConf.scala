@@ -70,6 +70,13 @@ object BloomConf {
   val RuntimeMaxKeptFraction = "spark.sparkbloom.runtimePruning.maxKeptFraction"
   def runtimeMaxKeptFraction(s: SparkSession): Double = s.conf.get(RuntimeMaxKeptFraction, "0.5").toDouble
 
+  /**
+   * Maintenance on write: a Spark write of Parquet files (INSERT INTO / OVERWRITE, DataFrame writes to a path or a
+   * catalog table) into a table with bloom indexes brings them up to date before it returns.
+   */
+  val MaintainOnWrite = "spark.sparkbloom.maintainOnWrite.enabled"
+  def maintainOnWrite(s: SparkSession): Boolean = s.conf.get(MaintainOnWrite, "true").toBoolean
+
   def enabled(s: SparkSession): Boolean = s.conf.get(Enabled, "true").toBoolean
   def indexRoot(s: SparkSession): Option[String] = Option(s.conf.get(IndexRoot, null)).filter(_.nonEmpty)
   def rowGroupPruning(s: SparkSession): Boolean = s.conf.get(RowGroupPruning, "true").toBoolean

@@ -6,7 +6,7 @@ import sparkbloom.formats.TableFormats
 import sparkbloom.functions.BloomFunctions
 import sparkbloom.index.TableFormat
 import sparkbloom.optimizer.{BloomScanRule, BloomSkippingRule, KeySetPruningRule}
-import sparkbloom.sql.BloomSqlParser
+import sparkbloom.sql.{BloomSqlParser, MaintainOnWrite}
 
 /**
  * The class users name in `spark.sql.extensions`:
@@ -36,6 +36,9 @@ class SparkBloomExtensions extends (SparkSessionExtensions => Unit) {
     // physical plan: V2 scans pruned once filters are pushed into them; SQL metrics (files / row groups
     // skipped, index bytes read, probe time) over pruned scans
     ext.injectColumnar(session => new BloomScanRule(session, TableFormats.all))
+
+    // maintenance on write: Spark's Parquet writes into an indexed table bring its indexes up to date
+    ext.injectColumnar(session => new MaintainOnWrite.WrapRule(session))
 
     // functions: sbbf_hash, sbbf_num_bytes, sbbf_agg, sbbf_might_contain
     BloomFunctions.all.foreach(ext.injectFunction)

@@ -5,6 +5,7 @@ import java.io.File
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.functions._
 
+import sparkbloom.BloomConf
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.{ColumnSpec, IndexDescription, TableRef}
 import sparkbloom.testing.SparkSessionSuite
@@ -15,6 +16,8 @@ import sparkbloom.testing.SparkSessionSuite
  * DESCRIBE says what is not covered.
  */
 class StaleDataSuite extends SparkSessionSuite {
+  // The table is changed the way another engine would change it: Spark's writer without maintenance on write.
+  override protected def sparkConf: Map[String, String] = Map(BloomConf.MaintainOnWrite -> "false")
 
   private def rows(from: Long, until: Long, files: Int): DataFrame =
     spark.range(from, until, 1, files).select(col("id"), concat(lit("k"), col("id")).as("s"))

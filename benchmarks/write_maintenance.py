@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""Maintenance on write: what an append to an indexed Parquet table costs, against the same append to an unindexed
+one (issue "an index that keeps up": goal <= 1.15x).
+
+Two tables of the same data: one with a bloom index on two columns (a bigint id and a UUID string), one without.
+Each round appends the same --files files of --rows rows to both (order alternated per round) with
+``df.write.mode("append").parquet``; the indexed table's write returns only once its index covers the new files
+(checked after each round: 0 files uncovered). Median wall times over --rounds, after --warmup rounds.
+
+Usage (from the repository root, with the sparkbloom wheel installed, e.g. by dev/test or dev/demo):
+  .venv/bin/python benchmarks/write_maintenance.py [--rows 2000000] [--files 8] [--rounds 5] [--json out.json]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+
+import sparkbloom
+from pyspark.sql import SparkSession
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", type=int, default=2_000_000, help="rows per append")
+    ap.add_argument("--files", type=int, default=8, help="files per append")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--json", help="write the results here")
+    args = ap.parse_args()
+
+    tmp = tempfile.mkdtemp(prefix="sparkbloom-write-")
+    spark: SparkSession = sparkbloom.session.local_session("write maintenance", warehouse_dir=os.path.join(tmp, "wh"),
+                                                          conf={"spark.log.level": "WARN"})
+    plain, indexed = os.path.join(tmp, "plain"), os.path.join(tmp, "indexed")
+
+    def batch(start: int):
+        return (spark.range(start, start + args.rows, 1, args.files)
+                .selectExpr("id", "uuid() AS key", "id * 7 AS v", "repeat('x', 40) AS pad"))
+
+    batch(0).write.parquet(plain)
+    batch(0).write.parquet(indexed)
+    spark.read.parquet(indexed).bloomFilterIndex("id", "key", name="ix")
+
+    times: dict[str, list[float]] = {"plain": [], "indexed": []}
+    for r in range(args.warmup + args.rounds):
+        start = (r + 1) * args.rows
+        order = [("plain", plain), ("indexed", indexed)]
+        if r % 2:
+            order.reverse()
+        for name, path in order:
+            df = batch(start)
+            t = time.perf_counter()
+            df.write.mode("append").parquet(path)
+            elapsed = time.perf_counter() - t
+            if r >= args.warmup:
+                times[name].append(elapsed)
+        d = sparkbloom.indexes(spark, indexed)[0].describe()
+        assert d["files_not_covered"] == 0, d  # the write returned with its files covered
+        print(f"round {r}{' (warm-up)' if r < args.warmup else ''}: plain {times['plain'][-1:]}, "
+              f"indexed {times['indexed'][-1:]}, files covered {d['files_covered']}", flush=True)
+
+    med = {k: statistics.median(v) for k, v in times.items()}
+    result = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f} at the end",
+        "rows_per_append": args.rows, "files_per_append": args.files, "rounds": args.rounds,
+        "plain_s": times["plain"], "indexed_s": times["indexed"],
+        "median_plain_s": med["plain"], "median_indexed_s": med["indexed"],
+        "ratio": med["indexed"] / med["plain"],
+    }
+    print(json.dumps(result, indent=2))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=2)
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

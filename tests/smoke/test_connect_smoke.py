@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import signal
 import socket
 import subprocess
 import time
@@ -83,8 +84,8 @@ def start_server(tmp: Path, with_sparkbloom: bool = True) -> tuple[subprocess.Po
     env = {**os.environ, "SPARK_HOME": str(SPARK_HOME), "SPARK_LOG_DIR": str(tmp), "SPARK_PID_DIR": str(tmp)}
     env.pop("PYSPARK_SUBMIT_ARGS", None)
     log = tmp / f"connect-server-{port}.log"
-    with log.open("wb") as out:
-        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp)
+    with log.open("wb") as out:  # its own process group: the script's JVM is stopped with it (stop_server)
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=tmp, start_new_session=True)
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         if proc.poll() is not None:
@@ -93,8 +94,20 @@ def start_server(tmp: Path, with_sparkbloom: bool = True) -> tuple[subprocess.Po
             if s.connect_ex(("127.0.0.1", port)) == 0:
                 return proc, port, log
         time.sleep(0.5)
-    proc.kill()
+    stop_server(proc)
     pytest.fail(f"the Connect server did not listen on {port} within 180 s:\n{log.read_text()[-4000:]}")
+
+
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    """Stops the script, spark-submit and the server's JVM (the script's process group): nothing outlives the test."""
+    try:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    except ProcessLookupError:
+        pass
 
 
 @pytest.fixture(scope="module")
@@ -127,11 +140,7 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SparkSessi
     yield session, [f"{w.category.__name__}: {w.message}" for w in caught if w.category is not DeprecationWarning]
     session.stop()
     if proc is not None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_server(proc)
 
 
 @pytest.fixture(scope="module")
@@ -287,8 +296,7 @@ def test_a_server_without_sparkbloom_is_named_as_such(tmp_path: Path) -> None:
         run = subprocess.run([python, "-c", THIN_WITHOUT_SPARKBLOOM, f"sc://localhost:{port}"], capture_output=True,
                              text=True, env=env, timeout=300)
     finally:
-        proc.terminate()
-        proc.wait(timeout=60)
+        stop_server(proc)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-5000:]
     [line] = [x for x in run.stdout.splitlines() if x.startswith("NOT LOADED ")]
     assert "sparkbloom is not loaded on this Spark Connect server" in line

@@ -12,7 +12,8 @@ import sparkbloom.testing.SparkSessionSuite
  * lookups of the new rows read only their files, with the rows of the same query without sparkbloom.
  */
 class MaintainOnWriteSuite extends SparkSessionSuite {
-  override protected def sparkConf: Map[String, String] = Map("spark.sql.shuffle.partitions" -> "2")
+  override protected def sparkConf: Map[String, String] =
+    Map("spark.sql.shuffle.partitions" -> "2", BloomConf.MaintainOnWrite -> "true")
 
   private def rows(from: Long, until: Long, files: Int): DataFrame =
     spark.range(from, until, 1, files).select(col("id"), concat(lit("k"), col("id")).as("s"), (col("id") % 3).as("p"))

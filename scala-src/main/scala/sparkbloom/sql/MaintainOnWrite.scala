@@ -26,9 +26,10 @@ import sparkbloom.shims.DelegatingWriteCommand
  * harvested from their footers, or built from their indexed columns; files gone from the table are dropped).
  *
  * An index update that fails is logged and leaves the index as it was, its new files merely uncovered (read by every
- * lookup until the next write or `REFRESH BLOOM INDEX`): a failure to index never fails the user's write. Off with
- * `spark.sparkbloom.maintainOnWrite.enabled=false`. An overwrite that deletes the table's directory, its indexes with
- * it, gets them made again, with the same columns and options, over the files it wrote.
+ * lookup until the next write or `REFRESH BLOOM INDEX`): a failure to index never fails the user's write. On with
+ * `spark.sparkbloom.maintainOnWrite.enabled=true` (off by default for now, see docs/maintenance-on-write.md). An
+ * overwrite that deletes the table's directory, its indexes with it, gets them made again, with the same columns and
+ * options, over the files it wrote.
  */
 final case class IndexMaintainingWrite(inner: InsertIntoHadoopFsRelationCommand) extends DelegatingWriteCommand {
   override def query: LogicalPlan = inner.query

@@ -16,7 +16,7 @@ SBT_JAR="$TOOLS/sbt-launch-$SBT_LAUNCH_VERSION.jar"
 VENV="$ROOT/.venv"
 PY="$VENV/bin/python"
 
-log() { printf '\033[1m[sparkbloom]\033[0m %s\n' "$*" >&2; }
+log() { printf '\033[1m[sparkbloom %s]\033[0m %s\n' "$(date +%T)" "$*" >&2; }
 
 ensure_sbt() {
   if [[ ! -s "$SBT_JAR" ]]; then

@@ -21,6 +21,14 @@ Usage (repository root, after `dev/sbt bundle harness/package`; the jars are tho
 Spark line, target/bundles/spark-<line> and target/harness/spark-<line>: benchmarks/line_jars.py):
   .venv/bin/python benchmarks/scale.py --row-groups 100000 --json
   .venv/bin/python benchmarks/scale.py --sweep 10000,100000,1000000 --whole --plot   # docs/img/scale-*.png
+  .venv/bin/python benchmarks/scale.py --sweep 1000,10000,100000,1000000 --format both --plot \
+      --out benchmarks/results/scale-hierarchy.json                              # docs/img/scale-hierarchy.png
+
+--format: `hierarchy` (the default: segment summaries above the row groups' filters, layout format 2) or
+`flat` (the format of sparkbloom 0.1: one level, layout format 1, written by the same code), or `both`.
+Further fields: keys10k_ms (IN of 10,000 present keys, planned whole, median of 3),
+false_row_groups_per_absent_key_measured (10,000 absent keys) and _model (DESCRIBE's figure),
+index_bytes_total (every file of the version), layout_bytes.
 """
 import argparse
 import json
@@ -50,6 +58,9 @@ def parse_args(argv=None):
     p.add_argument("--data-dir", default="/tmp/sparkbloom-scale")
     p.add_argument("--rewrite", action="store_true", help="rewrite the index even if it exists")
     p.add_argument("--whole", action="store_true", help="also measure the whole-index-loaded design")
+    p.add_argument("--format", choices=["hierarchy", "flat", "both"], default="hierarchy",
+                   help="index format: hierarchy (now: segment summaries, compact layout), flat (sparkbloom 0.1: one "
+                        "level, layout format 1), or both (one JSON object each)")
     p.add_argument("--sweep", help="comma-separated N values; prints one JSON object per N")
     p.add_argument("--plot", action="store_true", help="with --sweep: write log-log plots to docs/img/")
     p.add_argument("--out", help="with --sweep: write all results to this JSON file")
@@ -81,7 +92,8 @@ def make_session(args):
 
 
 def index_dir(args, n):
-    return os.path.join(args.data_dir, f"n{n}-c{args.columns}-r{args.row_groups_per_file}-v{args.values_per_row_group}")
+    return os.path.join(args.data_dir, f"{args.format}-n{n}-c{args.columns}-r{args.row_groups_per_file}"
+                                       f"-v{args.values_per_row_group}")
 
 
 def run_phase(args, n):
@@ -92,7 +104,7 @@ def run_phase(args, n):
     if args.phase == "write":
         files = -(-n // args.row_groups_per_file)
         out = bench.write(spark._jsparkSession, d, n, args.columns, args.row_groups_per_file, args.values_per_row_group,
-                          min(args.tasks, files), args.false_reads_per_key, args.max_bits_per_value)
+                          min(args.tasks, files), args.false_reads_per_key, args.max_bits_per_value, args.format)
     elif args.phase == "measure":
         cache = spark._jvm.org.apache.spark.network.util.JavaUtils.byteStringAsBytes(args.cache_max_bytes)
         out = bench.measure(spark._jsparkSession, d, args.values_per_row_group, args.repeats, cache)
@@ -134,7 +146,7 @@ def phase(args, n, name):
     cmd = [sys.executable, os.path.abspath(__file__), "--phase", name, "--row-groups", str(n)]
     for k in ("columns", "row_groups_per_file", "values_per_row_group", "tasks", "false_reads_per_key",
               "max_bits_per_value", "repeats", "cache_max_bytes", "driver_memory", "data_dir", "jars_dir",
-              "rows_per_file", "jfr"):
+              "rows_per_file", "jfr", "format"):
         if getattr(args, k) is not None:
             cmd += ["--" + k.replace("_", "-"), str(getattr(args, k))]
     t = time.time()
@@ -203,14 +215,64 @@ def plot(results, img_dir):
     return [path, path2]
 
 
+def slope(ns, ys):
+    """Least-squares slope of log y against log N: cost ~ N^slope."""
+    import math
+    xs = [math.log(n) for n in ns]; ls = [math.log(max(y, 1e-6)) for y in ys]
+    mx = sum(xs) / len(xs); my = sum(ls) / len(ls)
+    den = sum((x - mx) ** 2 for x in xs)
+    return sum((x - mx) * (y - my) for x, y in zip(xs, ls)) / den if den else float("nan")
+
+
+def plot_formats(results, img_dir):
+    """The hierarchy beside the flat format (sparkbloom 0.1), log-log: docs/img/scale-hierarchy.png."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    panels = [("point_warm_ms", "point lookup, warm (ms)", 5), ("point_cold_ms", "point lookup, cold (ms)", 300),
+              ("in100_warm_ms", "IN of 100 keys, warm (ms)", 30), ("keys10k_ms", "10,000 keys (ms)", 2000),
+              ("index_bytes_read_point", "index bytes read, cold point lookup", 1 << 20),
+              ("false_row_groups_per_absent_key_measured", "false row groups per absent key (measured)", 0.1),
+              ("index_bytes_total", "index bytes on disk", None),
+              ("driver_heap_retained_mb", "driver heap retained (MB)", 200)]
+    fig, axes = plt.subplots(2, 4, figsize=(20, 9))
+    for ax, (key, title, goal) in zip(axes.flat, panels):
+        for fmt, style in (("hierarchy", "o-"), ("flat", "s--")):
+            rs = sorted((r for r in results if r.get("format") == fmt and key in r), key=lambda r: r["row_groups"])
+            if not rs:
+                continue
+            ns = [r["row_groups"] for r in rs]
+            ys = [max(r[key], 1e-4) for r in rs]
+            label = fmt if len(ns) < 2 else f"{fmt} (slope {slope(ns, ys):.2f})"
+            ax.loglog(ns, ys, style, label=label)
+            if key == "false_row_groups_per_absent_key_measured":
+                ax.loglog(ns, [max(r["false_row_groups_per_absent_key_model"], 1e-4) for r in rs], ":",
+                          label=f"{fmt}, model")
+        if goal:
+            ax.axhline(goal, color="red", lw=0.8, ls=":")
+        ax.set_xlabel("row groups R")
+        ax.set_title(title)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle("sparkbloom planning cost vs row groups: segment summaries (hierarchy) vs one level (flat); "
+                 "goals at R=10^6 dotted")
+    fig.tight_layout()
+    os.makedirs(img_dir, exist_ok=True)
+    path = os.path.join(img_dir, "scale-hierarchy.png")
+    fig.savefig(path, dpi=100)
+    return [path]
+
+
 def main(argv=None):
     args = parse_args(argv)
     if args.phase:
         return run_phase(args, args.row_groups)
     if args.plot_from:
         with open(args.plot_from) as f:
-            for p in plot(json.load(f), os.path.join(ROOT, "docs", "img")):
-                print("wrote", p, file=sys.stderr)
+            saved = json.load(f)
+        plotter = plot_formats if any(r.get("format") == "flat" for r in saved) else plot
+        for p in plotter(saved, os.path.join(ROOT, "docs", "img")):
+            print("wrote", p, file=sys.stderr)
         return
     if args.real_files:
         real = [phase(args, int(n), "real") for n in args.real_files.split(",")]
@@ -224,16 +286,20 @@ def main(argv=None):
                 json.dump(real, f, indent=2)
         return
     ns = [int(x) for x in args.sweep.split(",")] if args.sweep else [args.row_groups]
+    formats = ["hierarchy", "flat"] if args.format == "both" else [args.format]
     results = []
     for n in ns:
-        r = one(args, n)
-        results.append(r)
-        print(json.dumps(r) if args.json or args.sweep else json.dumps(r, indent=2), flush=True)
+        for fmt in formats:
+            r = one(argparse.Namespace(**{**vars(args), "format": fmt}), n)
+            r["format"] = fmt
+            results.append(r)
+            print(json.dumps(r) if args.json or args.sweep else json.dumps(r, indent=2), flush=True)
     if args.out:
         with open(args.out, "w") as f:
             json.dump(results, f, indent=2)
     if args.plot and results:
-        for p in plot(results, os.path.join(ROOT, "docs", "img")):
+        plotter = plot_formats if any(r.get("format") == "flat" for r in results) else plot
+        for p in plotter(results, os.path.join(ROOT, "docs", "img")):
             print("wrote", p, file=sys.stderr)
 
 

@@ -39,7 +39,11 @@ object ScaleBench {
 
   /** Writes version 1 of index `ix` over N simulated row groups; returns a JSON object of what was written. */
   def write(spark: SparkSession, dir: String, rowGroups: Int, columns: Int, rgPerFile: Int, valuesPerRg: Int,
-            tasks: Int, falseReadsPerKey: Double, maxBitsPerValue: Double): String = {
+            tasks: Int, falseReadsPerKey: Double, maxBitsPerValue: Double, format: String): String = {
+    require(format == "hierarchy" || format == "flat", s"format $format")
+    // "flat": the format before the hierarchy (sparkbloom 0.1): one level of segments of up to 32 MB, no
+    // summaries, layout.bin in format 1 (fixed-width arrays, absolute paths).
+    val flat = format == "flat"
     val t0 = System.nanoTime()
     val conf = spark.sessionState.newHadoopConf()
     val root = tableRoot(dir)
@@ -56,10 +60,13 @@ object ScaleBench {
     val rgBytes = 1L << 20
     val entries = mutable.ArrayBuffer[EntryMeta]()
     val segments = mutable.ArrayBuffer[Segment]()
+    val summaries = mutable.ArrayBuffer[SummaryLink]()
     val filesPerTask = (numFiles + tasks - 1) / tasks
     var filterBytes = 0L
     for (task <- 0 until tasks) {
-      val writer = new SegmentWriter(fs, indexDir, dataDirName, task)
+      val writer =
+        if (flat) new SegmentWriter(fs, indexDir, dataDirName, task, maxSlots = Int.MaxValue)
+        else new SegmentWriter(fs, indexDir, dataDirName, task, summaryFpp = Some(sizer.summaryFpp _))
       for (f <- task * filesPerTask until math.min(numFiles, (task + 1) * filesPerTask)) {
         val path = new Path(qualified, f"part-$f%07d.parquet").toString
         val rgs = math.min(rgPerFile, rowGroups - f * rgPerFile)
@@ -67,11 +74,11 @@ object ScaleBench {
           val rg = f.toLong * rgPerFile + r
           val fpp = sizer.targetFpp(columnName(c), valuesPerRg, valuesPerRg, valuesPerRg.toLong * rgs)
           val filter = Sbbf.empty(Sizing.indexBytes(valuesPerRg, fpp))
-          var j = 0
-          while (j < valuesPerRg) { filter.insert(PlainHash.int64(key(c, rg, j, valuesPerRg))); j += 1 }
+          val hashes = Array.tabulate(valuesPerRg)(j => PlainHash.int64(key(c, rg, j, valuesPerRg)))
+          hashes.foreach(filter.insert)
           val bytes = filter.toBytes
           filterBytes += bytes.length
-          val (segment, slot) = writer.add(columnName(c), c, bytes)
+          val (segment, slot) = writer.add(columnName(c), c, bytes, hashes, valuesPerRg, filter.observedFpp)
           entries += EntryMeta(path, rgs * rgBytes + 1024, 1700000000000L + f, r, 4L + r * rgBytes,
             4L + (r + 1) * rgBytes,
             valuesPerRg, columnName(c), "INT64", "", 0, false, false, valuesPerRg, valuesPerRg, "scan",
@@ -79,10 +86,15 @@ object ScaleBench {
         }
       }
       segments ++= writer.close()
+      summaries ++= writer.summaries
     }
-    val layout = LayoutAssembler.assemble(cols.map(_.name), None, entries.toSeq, segments.toSeq)
+    val layout = LayoutAssembler.assemble(cols.map(_.name), None, entries.toSeq, segments.toSeq, summaries.toSeq)
     entries.clear()
-    IndexStore.writeLayout(fs, indexDir, dataDirName, layout)
+    if (flat) {
+      val out = fs.create(new Path(new Path(indexDir, dataDirName), IndexStore.LayoutFile), false)
+      try out.write(LayoutCodec.encodeV1(layout))
+      finally out.close()
+    } else IndexStore.writeLayout(fs, indexDir, dataDirName, layout)
     val stats = layout.columns.toSeq.map(c => ColumnStats.ofLayout(layout, c, maxBitsPerValue))
     IndexStore.commit(fs, conf, indexDir,
       IndexMeta("ix", s"parquet.`$qualified`", qualified.toString, cols, None, None, 1L,
@@ -94,7 +106,9 @@ object ScaleBench {
     val layoutBytes = fs.getFileStatus(new Path(new Path(indexDir, dataDirName), IndexStore.LayoutFile)).getLen
     Json.obj(
       "row_groups" -> rowGroups, "files" -> numFiles, "columns" -> columns, "values_per_row_group" -> valuesPerRg,
-      "build_tasks" -> tasks, "segments" -> layout.segments.length,
+      "build_tasks" -> tasks, "segments" -> layout.segments.length, "format" -> format,
+      "summary_segments" -> layout.summaries.segments.length,
+      "summary_bytes" -> layout.summaries.segments.map(_.fileLength).sum,
       "blocks_per_filter" -> layout.segments.map(_.blocks).distinct.sorted.mkString(","),
       "filter_bytes" -> filterBytes, "layout_bytes" -> layoutBytes,
       "expected_false_reads_per_key" -> stats.map(_.expectedFalseReadsPerKey).sum / columns,
@@ -171,7 +185,7 @@ object ScaleBench {
       val t = System.nanoTime()
       val meta = IndexStore.latestMeta(fs, indexDir)._1.get
       val v = IndexStore.load(fs, conf, indexDir, meta)
-      val bits = new SlicedProbe(v.layout, Probers.forVersion(spark, v, new Probers.Counters))
+      val bits = Probers.sliced(spark, v, new Probers.Counters)
         .mightMatch(BloomPredicate.In(columnName(0), LongType, values))
       ((System.nanoTime() - t) / 1e6, bits.cardinality())
     }
@@ -200,6 +214,20 @@ object ScaleBench {
     val indexCold = percentile((0 until math.max(3, repeats / 4)).map { _ =>
         IndexCache.clear(); indexOnly(Seq(present()))._1
       }, 0.5)
+    // A run-time key set of 10,000 present keys (the key-set pruning issue's MERGE or join), planned whole.
+    val keys10k = Seq.fill(10000)(present())
+    plan(keys10k)
+    val keys10kMs = percentile((0 until 3).map(_ => plan(keys10k)._1), 0.5)
+    // False row groups per absent key, measured: 10,000 absent keys in IN lists of 500 (row groups set in
+    // the answer, each list's keys absent from every row group; two keys sharing a false row group are
+    // counted once, which at ~0.1 per key is rare).
+    val absentLists = (0 until 20).map(_ => Seq.fill(500)(absent()))
+    val falseRowGroups = absentLists.map(ks => indexOnly(ks)._2.toLong).sum
+    val measuredFalsePerKey = falseRowGroups.toDouble / (20 * 500)
+    val modelFalsePerKey = meta0.columnStats.flatMap(_.headOption).map(_.expectedFalseReadsPerKey).getOrElse(-1.0)
+    val dataDir = new Path(indexDir, meta0.dataDir)
+    val indexBytesTotal = fs.listStatus(dataDir).map(_.getLen).sum
+    val layoutBytes = fs.getFileStatus(new Path(dataDir, IndexStore.LayoutFile)).getLen
     IndexCache.clear()
     (0 until 3).foreach(_ => plan(Seq(present())))
     // Matching a listing the cache has not seen (new FileStatus objects, e.g. after REFRESH TABLE): per file.
@@ -208,6 +236,10 @@ object ScaleBench {
     val retained = usedHeapAfterGc() - baseline
     Json.obj(
       "row_groups" -> numRowGroups, "files" -> listing.length, "row_groups_per_file" -> rgPerFile,
+      "keys10k_ms" -> keys10kMs, "false_row_groups_per_absent_key_measured" -> measuredFalsePerKey,
+      "false_row_groups_per_absent_key_model" -> modelFalsePerKey, "absent_keys_measured" -> 20 * 500,
+      "index_bytes_total" -> indexBytesTotal, "layout_bytes" -> layoutBytes,
+      "summary_segments" -> layout0.summaries.segments.length,
       "index_point_cold_ms" -> indexCold, "index_point_warm_ms" -> percentile(indexPoint, 0.5),
       "index_in100_warm_ms" -> percentile(indexIn100, 0.5),
       "point_new_listing_ms" -> freshMs, "point_first_ms" -> pointFirst,
@@ -224,7 +256,7 @@ object ScaleBench {
       "driver_heap_retained_mb" -> retainedAfterPoints / 1e6, "cache_used_mb" -> cacheAfterPoints / 1e6,
       "driver_heap_retained_after_in100_mb" -> retained / 1e6,
       "cache_used_after_in100_mb" -> IndexCache.usedBytes / 1e6,
-      "design" -> "block-sliced")
+      "design" -> (if (layout0.summaries.isEmpty) "flat" else "hierarchy"))
   }
 
   /** A point lookup over a new listing of the same files (new objects): the per-file match is done again. */

@@ -32,7 +32,7 @@ private[index] object FileIndexer {
   def indexFile(f: DataFile, cols: Array[IndexedColumn], harvest: Boolean, sizer: FilterSizer,
                 conf: Configuration, acc: Map[String, LongAccumulator], skipped: CollectionAccumulator[String],
                 fastPaths: Boolean, counted: Array[String], counts: Array[Long],
-                deferScans: Boolean): Option[Seq[(Row, Float)]] = {
+                deferScans: Boolean): Option[Seq[FileIndexer.Built]] = {
     val path = new Path(f.path)
     val input = HadoopInputFile.fromPath(path, conf)
     // The sizing job just read this footer in this JVM (same path, size and mtime as listed): reuse it.
@@ -53,7 +53,7 @@ private[index] object FileIndexer {
       for (c <- cols; rg <- footer.rowGroups.indices; ch <- footer.chunk(rg, c.name) if ch.encrypted)
         throw new SparkException(s"${EncryptedPrefix}cannot index column ${c.name}: it is encrypted in ${f.path}; " +
           "sparkbloom does not copy membership of encrypted values into an unencrypted index")
-      val out = mutable.Buffer[(Row, Float)]()
+      val out = mutable.Buffer[Built]()
       val entriesPerFile = footer.rowGroups.size * cols.length
       // Decide per chunk: harvest, scan, or "no filter". Scans need the pages, read row group by row group.
       val toScan = mutable.Map[(Int, String), ColumnPlan]()
@@ -75,11 +75,12 @@ private[index] object FileIndexer {
         if (bytes != null) acc("bytes").add(bytes.length)
         acc("entries").add(1)
         val observedFpp = if (p.filter == null || p.nonNull == 0) 0f else p.filter.observedFpp.toFloat
-        out += Row(f.path, f.size, f.mtime, entriesPerFile, rg, r.start, r.end, r.numRows, c.name,
+        out += Built(Row(f.path, f.size, f.mtime, entriesPerFile, rg, r.start, r.end, r.numRows, c.name,
           p.encoding.map(_.physical).orNull, p.encoding.map(_.logical).orNull,
           p.encoding.map(_.typeLength).getOrElse(0),
           p.encoding.exists(_.rebase), p.hasNull, p.nonNull, p.ndv, p.source, bytes,
-          if (bytes == null) 0L else IndexStore.crc32(bytes)) -> observedFpp
+          if (bytes == null) 0L else IndexStore.crc32(bytes)), observedFpp,
+          if (p.filter == null) null else p.hashes, p.nHashes)
       }
       acc("rowGroups").add(footer.rowGroups.size)
       Some(out.toSeq)
@@ -98,16 +99,26 @@ private[index] object FileIndexer {
     found
   }
 
+  /**
+   * One entry: its row (IndexData.schema), its filter's FPP, and the distinct hashes inserted into the filter
+   * (`hashes(0 until nHashes)`, for the segment's summary; null when the values were not read: harvested).
+   */
+  final case class Built(row: Row, fpp: Float, hashes: Array[Long], nHashes: Int)
+
   private final class ColumnPlan(var encoding: Option[ColumnEncoding], var hasNull: Boolean,
                                  var nonNull: Long, var ndv: Long, var filter: Sbbf, var source: String,
-                                 val scan: Boolean, val column: IndexedColumn)
+                                 val scan: Boolean, val column: IndexedColumn) {
+    var hashes: Array[Long] = null; var nHashes = 0
+  }
 
   private def plan(f: DataFile, footer: FooterInfo, rg: Int, c: IndexedColumn, harvest: Boolean,
                    stream: () => SeekableInputStream, acc: Map[String, LongAccumulator]): ColumnPlan = {
     val rows = footer.rowGroups(rg).numRows
     footer.chunk(rg, c.name) match {
       case None => // column absent from this file: Spark reads it as all nulls
-        new ColumnPlan(None, rows > 0, 0L, 0L, Sbbf.empty(32), "absent", scan = false, c)
+        val p = new ColumnPlan(None, rows > 0, 0L, 0L, Sbbf.empty(32), "absent", scan = false, c)
+        p.hashes = Array.emptyLongArray // no values: nothing for a summary to hold
+        p
       case Some(ch) if ch.encoding.isEmpty =>
         new ColumnPlan(None, true, -1L, -1L, null, "unsupported-encoding", scan = false, c)
       case Some(ch) =>
@@ -194,6 +205,7 @@ private[index] object FileIndexer {
           val filter = Sbbf.empty(Sizing.indexBytes(target, fpp), Kernel.scalar)
           filter.insertAll(hashes, 0, ndv)
           p.filter = filter; p.hasNull = hasNull; p.nonNull = nonNull; p.ndv = ndv
+          p.hashes = hashes; p.nHashes = ndv
           acc("scanned").add(1)
         }
       }

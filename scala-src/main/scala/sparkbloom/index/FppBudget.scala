@@ -61,9 +61,38 @@ final case class FilterSizer(policies: Map[String, FppPolicy], valuesUpperBound:
     }
     math.min(FppPolicy.MaxRowGroupFpp, math.max(p, floorFpp))
   }
+
+  /**
+   * Target p of the summary of a segment holding `values` distinct values over row groups whose filters'
+   * FPPs sum to `leafFalse` (see [[sliced.Summaries]]). A value absent from the table reads the segment's row
+   * groups in error with probability p_s · leafFalse, so under the table budget the segment gets its share
+   * of ε in proportion to its values, ε_s = ε · values / N, and p_s = ε_s / leafFalse: the budget then holds
+   * end to end where the row groups' filters alone are capped by `maxBitsPerValue` (past ~3,000 row groups).
+   * The row groups' filters are sized as without summaries (a lookup of a present value still probes every
+   * row group of its segment). Never weaker than [[FilterSizer.MaxSummaryFpp]], never stronger than the
+   * ceiling buys. 1 (no summary) for a column not under the table budget.
+   */
+  def summaryFpp(column: String, values: Long, leafFalse: Double): Double = {
+    val p = policies.get(column) match {
+      case Some(FppPolicy.TableBudget(eps)) if leafFalse > 0 =>
+        val n = valuesUpperBound.getOrElse(column, 0L)
+        val share = if (n <= 0) eps else eps * math.min(1.0, math.max(values, 1L).toDouble / n)
+        share / leafFalse
+      case Some(FppPolicy.TableBudget(_)) => FilterSizer.MaxSummaryFpp
+      case _ => return 1.0 // no summary
+    }
+    math.min(FilterSizer.MaxSummaryFpp, math.max(p, floorFpp))
+  }
 }
 
 object FilterSizer {
+  /**
+   * The weakest summary: 4.8 bits per value, so that a lookup probes about a tenth of the segments that do
+   * not hold its value even where the row groups' filters alone meet the budget (small tables), for at most
+   * ~1.35x the bytes of the row groups' filters alone (`docs/hierarchy.md`).
+   */
+  val MaxSummaryFpp = 0.1
+
   /** The FPP an SBBF reaches with `bitsPerValue` bits per distinct value (Putze's model, [[Sizing.fpp]]). */
   def fppAtBitsPerValue(bitsPerValue: Double): Double = {
     require(bitsPerValue >= 1, s"bits per value must be >= 1, got $bitsPerValue")
@@ -103,16 +132,25 @@ object ColumnStats {
     ColumnStats(column, 1, bytes, if (known) ndv else 0, if (known) bytes else 0, fpp, if (capped) 1 else 0)
   }
 
-  /** Every row group of a layout's column. */
+  /**
+   * Every row group of a layout's column. A row group is read in error only if its segment's summary also
+   * says "maybe" ([[sliced.Summaries]]): its expected false reads are its filter's FPP times the summary's
+   * (1 without a summary). The summaries' bytes count in the size.
+   */
   def ofLayout(l: sliced.Layout, c: sliced.ColumnSlice, maxBitsPerValue: Double): ColumnStats = {
     var acc = zero(c.name)
+    val sums = l.summaries
     var rg = 0
     while (rg < l.numRowGroups) {
-      val bytes = if (c.segment(rg) < 0) 0L else l.segments(c.segment(rg)).blocks * 32L
-      acc = acc + of(c.name, c.fpp(rg).toDouble, bytes, c.ndv(rg), maxBitsPerValue)
+      val s = c.segment(rg)
+      val bytes = if (s < 0) 0L else l.segments(s).blocks * 32L
+      val summaryFpp = if (s < 0 || sums.summaryOf(s) < 0) 1.0 else sums.fpp(s).toDouble
+      acc = acc + of(c.name, c.fpp(rg).toDouble * summaryFpp, bytes, c.ndv(rg), maxBitsPerValue)
       rg += 1
     }
-    acc
+    val summaryBytes = l.segments.indices.iterator.filter(s => l.segments(s).column == c.name && sums.summaryOf(s) >= 0)
+      .map(s => sums.segments(sums.summaryOf(s)).blocks * 32L).sum
+    acc.copy(sizeInBytes = acc.sizeInBytes + summaryBytes)
   }
 
   def sum(column: String, all: Iterable[ColumnStats]): ColumnStats = all.foldLeft(zero(column))(_ + _)

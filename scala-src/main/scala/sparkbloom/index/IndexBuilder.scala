@@ -7,7 +7,7 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.{Row, SparkSession}
 
 import sparkbloom.BloomConf
-import sparkbloom.index.sliced.{EntryMeta, Segment, SegmentWriter}
+import sparkbloom.index.sliced.{EntryMeta, Segment, SegmentWriter, SummaryLink}
 
 /**
  * The build job: one task per group of data files. Each task reads the footer of its files, takes a
@@ -65,10 +65,12 @@ object IndexBuilder {
     private val fastPaths = BloomConf.buildFastPaths(spark)
     private val entries = mutable.Buffer[EntryMeta]()
     private val segments = mutable.Buffer[Segment]()
+    private val summaries = mutable.Buffer[SummaryLink]()
 
     /** Per partition: entries, segments, files deferred (their scans need sizing), value counts of `counted`. */
     def run(files: Seq[DataFile], sizer: FilterSizer, partitionOffset: Int, counted: Array[String],
-            deferScans: Boolean): Array[(Array[EntryMeta], Array[Segment], Array[DataFile], Array[Long])] = {
+            deferScans: Boolean)
+        : Array[(Array[EntryMeta], Array[Segment], Array[DataFile], Array[Long], Array[SummaryLink])] = {
       if (files.isEmpty) return Array.empty
       val slices = math.max(1, math.min(files.size, sc.defaultParallelism * 4))
       val (cols, harvest, conf, acc, skipped, fastPaths) =
@@ -77,7 +79,7 @@ object IndexBuilder {
       val dataDirName = this.dataDirName
       val rdd = sc.parallelize(files, slices).mapPartitionsWithIndex { (partition, it) =>
         val writer = new SegmentWriter(new Path(dir).getFileSystem(conf.value), new Path(dir), dataDirName,
-          partitionOffset + partition)
+          partitionOffset + partition, summaryFpp = Option(sizer).map(s => s.summaryFpp _))
         val counts = new Array[Long](counted.length)
         val deferred = mutable.Buffer[DataFile]()
         val entries = it.flatMap { f =>
@@ -86,8 +88,9 @@ object IndexBuilder {
             case Some(rows) => rows
             case None => deferred += f; Nil
           }
-        }.map { case (row, fpp) => entryMeta(row, fpp, writer, cols) }.toArray
-        Iterator.single((entries, writer.close().toArray, deferred.toArray, counts))
+        }.map(b => entryMeta(b, writer, cols)).toArray
+        val written = writer.close().toArray
+        Iterator.single((entries, written, deferred.toArray, counts, writer.summaries.toArray))
       }
       sc.setJobDescription(s"sparkbloom: index ${files.size} files")
       val out = try rdd.collect()
@@ -96,26 +99,29 @@ object IndexBuilder {
           throw new BloomIndexException(
             rootMessage(e).get.substring(rootMessage(e).get.indexOf(EncryptedPrefix) + EncryptedPrefix.length))
       } finally sc.setJobDescription(null)
-      out.foreach { o => entries ++= o._1; segments ++= o._2 }
+      out.foreach { o => entries ++= o._1; segments ++= o._2; summaries ++= o._5 }
       out
     }
 
     def stats(files: Int): BuildStats =
       BuildStats(files - skipped.value.size, acc("rowGroups").value, acc("entries").value, acc("harvested").value,
-        acc("scanned").value, acc("bytes").value, skipped.value.asScala.toSeq, entries.toSeq, segments.toSeq)
+        acc("scanned").value, acc("bytes").value, skipped.value.asScala.toSeq, entries.toSeq, segments.toSeq,
+        summaries.toSeq)
   }
 
   /**
    * An entry row (IndexData.schema) as the driver needs it; its filter goes to the task's segments.
    * `observedFpp`: the filter's, computed where it was built (`Sbbf.fromBytes(bytes).observedFpp`).
    */
-  private def entryMeta(r: Row, observedFpp: Float, writer: SegmentWriter, cols: Array[IndexedColumn]): EntryMeta = {
+  private def entryMeta(b: FileIndexer.Built, writer: SegmentWriter, cols: Array[IndexedColumn]): EntryMeta = {
+    val r = b.row; val observedFpp = b.fpp
     val column = r.getString(8)
     val bytes = r.getAs[Array[Byte]](17)
     val nonNull = r.getLong(14)
     val fpp = if (nonNull == 0) 0f else if (bytes == null) 1f else observedFpp
     val (segment, slot) =
-      if (bytes == null) (null, -1) else writer.add(column, cols.indexWhere(_.name == column), bytes)
+      if (bytes == null) (null, -1)
+      else writer.add(column, cols.indexWhere(_.name == column), bytes, b.hashes, b.nHashes, fpp.toDouble)
     EntryMeta(r.getString(0), r.getLong(1), r.getLong(2), r.getInt(4), r.getLong(5), r.getLong(6), r.getLong(7), column,
       r.getString(9), r.getString(10), r.getInt(11), r.getBoolean(12), r.getBoolean(13), nonNull, r.getLong(15),
       r.getString(16), fpp, segment, slot)

@@ -157,7 +157,8 @@ object IndexManager {
           sizerFor(
             if (toBuild.isEmpty) Map.empty else SizingJobs.valuesUpperBound(spark, toBuild, budgeted, carried, cols)))
       if (stats.skipped.nonEmpty) log.warn(s"bloom index $name: files not indexed: ${stats.skipped.mkString("; ")}")
-      val layout = LayoutAssembler.assemble(cols.map(_.name), carried, stats.entryMetas, stats.segments)
+      val layout = LayoutAssembler.assemble(cols.map(_.name), carried, stats.entryMetas, stats.segments,
+        stats.summaries)
       val meta = IndexMeta(name, t.display, t.root.toString, cols, opts.fpp, opts.ndv, version, 0L, dataDirName,
         0, 0, 0, 0, 0, 0, opts.falseReadsPerKey, if (opts.fppPerFile) Some(IndexedColumn.FileScope) else None,
         tableSnapshot = listing.snapshot)

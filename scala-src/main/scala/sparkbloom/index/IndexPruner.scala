@@ -44,7 +44,7 @@ final class IndexPruner(
     val t0 = System.nanoTime()
     val counters = new Probers.Counters
     val answers = indexes.map { case (v, p) =>
-      v -> new SlicedProbe(v.layout, Probers.forVersion(session, v, counters), int96Probes).mightMatch(p)
+      v -> Probers.sliced(session, v, counters, int96Probes).mightMatch(p)
     }
     var filesTotal, filesKept, rgTotal, rgKept, notCovered = 0L
     val ranges = Map.newBuilder[String, Array[Long]]

@@ -128,20 +128,22 @@ object IndexStore {
     val file = new Path(new Path(indexDir, meta.dataDir), LayoutFile)
     try {
       val raw = RunReader.withoutChecksumFiles(fs)
-      def read(): Array[Byte] = {
+      val length = raw.getFileStatus(file).getLen
+      // Planning reads the layout's core only (LayoutCodec); its stats are read again on first use.
+      val layout = LayoutCodec.load(length, (offset, n) => {
         val in = raw.open(file)
-        try { val b = new Array[Byte](raw.getFileStatus(file).getLen.toInt); in.readFully(0, b); b }
+        try { val b = new Array[Byte](n); in.readFully(offset, b); b }
         finally in.close()
-      }
-      val layout = LayoutCodec.decode(read(), reload = Some(() => read()))
+      })
       val problems = mutable.Buffer[String]()
       if (layout.numRowGroups * layout.columns.length.toLong != meta.entries)
         problems +=
           s"index version ${meta.version} holds ${layout.numRowGroups * layout.columns.length} entries, its commit " +
             s"says ${meta.entries}"
       // Segments must be there and have their length; anything else in the version's directory is ignored.
-      val expected = layout.segments.map(s => s.file -> s.fileLength).toMap
-      val present = layout.segments.map(_.file.takeWhile(_ != '/')).distinct.flatMap { d =>
+      val stored = layout.segments ++ layout.summaries.segments
+      val expected = stored.map(s => s.file -> s.fileLength).toMap
+      val present = stored.map(_.file.takeWhile(_ != '/')).distinct.flatMap { d =>
         try fs.listStatus(new Path(indexDir, d)).toSeq.map(st => s"$d/${st.getPath.getName}" -> st.getLen)
         catch { case NonFatal(_) => Nil }
       }.toMap
@@ -172,8 +174,9 @@ object IndexStore {
    * indexes that fit the cache): the damage found, plus what probes found before.
    */
   def verify(fs: FileSystem, v: IndexVersion): Seq[String] = {
-    val found = if (v.layout.segments.iterator.map(_.fileLength).sum > IndexCache.limit) Nil
-    else v.layout.segments.toSeq.filterNot(s =>
+    val stored = v.layout.segments.toSeq ++ v.layout.summaries.segments
+    val found = if (stored.iterator.map(_.fileLength).sum > IndexCache.limit) Nil
+    else stored.filterNot(s =>
       v.memorySegments.contains(s.file) || v.damaged.contains(s.file)).flatMap { s =>
       val runs = RunReader.read(fs, new Path(v.dir, s.file), s, 0 until s.blocks)
       val bad = runs.count(_._2.isEmpty)

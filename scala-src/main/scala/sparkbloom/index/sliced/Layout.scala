@@ -19,7 +19,8 @@ final class Layout(
     val rgEnd: Array[Long],
     val rgRows: Array[Long],
     val columns: Array[ColumnSlice],
-    val segments: Array[Segment]) {
+    val segments: Array[Segment],
+    val summaries: Summaries = Summaries.none) {
 
   def numFiles: Int = paths.length
   def numRowGroups: Int = rgStart.length
@@ -30,7 +31,8 @@ final class Layout(
 
   /** Heap held by this layout, roughly (for the cache's budget). */
   def approximateBytes: Long = paths.approximateBytes + 16L * numFiles + 28L * numRowGroups +
-    columns.length * 17L * numRowGroups + 8L * segments.iterator.map(_.count.toLong).sum
+    columns.length * 17L * numRowGroups + 8L * segments.iterator.map(_.count.toLong).sum +
+    12L * summaries.of.length
 
   /** For each segment, the distinct encoding ids (of its column) of the row groups in its slots. */
   lazy val segmentEncodings: Array[Array[Int]] = segments.indices.map { s =>
@@ -114,6 +116,46 @@ object ColumnSlice {
   /** Where a filter came from, as stored in `source`. */
   val Sources: IndexedSeq[String] = IndexedSeq("absent", "scan", "harvest", "unsupported-encoding", "damaged")
   def sourceId(s: String): Byte = { val i = Sources.indexOf(s); (if (i < 0) Sources.size - 1 else i).toByte }
+}
+
+/**
+ * The level above the row groups' filters: a summary filter per segment, over the hashes of every value its
+ * row groups hold, so that a probe reads a segment's run only when its summary says the value may be there.
+ * The summaries of a column are stored as segments themselves (`segments`: slot j of a summary segment is
+ * the summary of one row-group segment), block-sliced like the row groups' filters, so checking every
+ * segment of a column costs one run per summary segment.
+ *
+ * A summary is an SBBF over [[Summaries.rehash]] of each value's hash, not the hash itself: the row group's
+ * filter picks its block from the hash's upper half and its bits from the lower half, so the summary must see
+ * independent bits, or its false positives would be the same values' and the two levels would not multiply.
+ *
+ * Per row-group segment s: `of(s)` the summary segment holding its summary (-1: none, e.g. filters
+ * harvested from the files, whose values were never read: the segment is always probed), `slot(s)` its slot
+ * there, `fpp(s)` the summary's false-positive probability measured from its bits (for the budget model).
+ */
+final class Summaries(val segments: Array[Segment], val of: Array[Int], val slot: Array[Int], val fpp: Array[Float]) {
+  def isEmpty: Boolean = segments.isEmpty
+  /** The summary segment of row-group segment `s`, or -1. */
+  def summaryOf(s: Int): Int = if (s < of.length) of(s) else -1
+  /** For each summary segment, the row-group segment in each slot (-1: none in this layout). */
+  lazy val slotToSegment: Array[Array[Int]] = {
+    val out = segments.map(t => Array.fill(t.count)(-1))
+    var s = 0
+    while (s < of.length) { if (of(s) >= 0) out(of(s))(slot(s)) = s; s += 1 }
+    out
+  }
+}
+
+object Summaries {
+  val none: Summaries = new Summaries(Array.empty, Array.empty, Array.empty, Array.empty)
+
+  /** The hash a summary holds for a value whose SBBF hash is `h` (a bijection: Stafford's mix13 finaliser). */
+  def rehash(h: Long): Long = {
+    var z = h ^ 0x2545f4914f6cdd1dL
+    z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L
+    z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL
+    z ^ (z >>> 31)
+  }
 }
 
 /**

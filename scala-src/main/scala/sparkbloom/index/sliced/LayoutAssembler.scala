@@ -12,7 +12,7 @@ import sparkbloom.hash.ColumnEncoding
 object LayoutAssembler {
 
   def assemble(columns: Seq[String], carried: Option[(Layout, Set[String])], entries: Seq[EntryMeta],
-               newSegments: Seq[Segment]): Layout = {
+               newSegments: Seq[Segment], newSummaries: Seq[SummaryLink] = Nil): Layout = {
     val prev = carried.map(_._1)
     val keepPrev: Array[Int] = carried.map { case (l, keep) =>
       l.paths.indices.filter(i => keep.contains(l.paths(i))).toArray
@@ -98,7 +98,34 @@ object LayoutAssembler {
       }
       new ColumnSlice(name, encodings.keys.toArray, encoding, flags, segment, slot, nonNull, ndv, fpp, source)
     }
-    new Layout(PathStore(paths), sizes, mtimes, firstRg, ordinal, start, end, rows, cols.toArray, segments.toArray)
+    new Layout(PathStore(paths), sizes, mtimes, firstRg, ordinal, start, end, rows, cols.toArray, segments.toArray,
+      summariesOf(segments.toSeq, prev.map(p => p -> prevSegment.toMap), newSummaries))
+  }
+
+  /**
+   * The summaries of `segments` (see [[Summaries]]): a carried segment keeps its summary from the previous
+   * layout (a summary of more row groups than the segment still holds only says "maybe" more often), a new one
+   * gets the summary its build task wrote, if any.
+   */
+  private def summariesOf(segments: Seq[Segment], prev: Option[(Layout, Map[Int, Int])],
+                          links: Seq[SummaryLink]): Summaries = {
+    val byLeaf = links.map(l => l.segment -> l).toMap
+    val prevOf: Map[Int, Int] = prev.map(_._2.map(_.swap)).getOrElse(Map.empty) // new index → previous index
+    val sums = mutable.ArrayBuffer[Segment](); val sumIndex = mutable.Map[String, Int]()
+    def indexOf(t: Segment): Int = sumIndex.getOrElseUpdate(t.file, { sums += t; sums.size - 1 })
+    val of = Array.fill(segments.size)(-1); val slot = Array.fill(segments.size)(-1)
+    val fpp = Array.fill(segments.size)(1f)
+    for (s <- segments.indices) {
+      val fromPrev = prevOf.get(s).flatMap { p =>
+        val ps = prev.get._1.summaries
+        val t = ps.summaryOf(p)
+        if (t < 0) None else Some((ps.segments(t), ps.slot(p), ps.fpp(p)))
+      }
+      fromPrev.orElse(byLeaf.get(segments(s).file).map(l => (l.summary, l.slot, l.fpp))).foreach {
+        case (t, j, f) => of(s) = indexOf(t); slot(s) = j; fpp(s) = f
+      }
+    }
+    if (sums.isEmpty) Summaries.none else new Summaries(sums.toArray, of, slot, fpp)
   }
 
   /** The same layout without some columns (their segments are no longer referenced). */
@@ -110,7 +137,15 @@ object LayoutAssembler {
       new ColumnSlice(c.name, c.encodings, c.encoding, c.flags, c.segment.map(s => if (s < 0) -1 else remap(s)), c.slot,
         c.nonNull, c.ndv, c.fpp, c.source)
     }
+    val sums = l.summaries
+    val keptSums = sums.segments.indices.filterNot(t => drop.contains(sums.segments(t).column))
+    val remapSum = keptSums.zipWithIndex.toMap
+    val summaries = if (keptSums.isEmpty) Summaries.none
+    else new Summaries(keptSums.map(sums.segments).toArray,
+      kept.map(s => if (sums.summaryOf(s) < 0) -1 else remapSum(sums.summaryOf(s))).toArray,
+      kept.map(s => if (s < sums.slot.length) sums.slot(s) else -1).toArray,
+      kept.map(s => if (s < sums.fpp.length) sums.fpp(s) else 1f).toArray)
     new Layout(l.paths, l.sizes, l.mtimes, l.firstRg, l.rgOrdinal, l.rgStart, l.rgEnd, l.rgRows, remapped,
-      kept.map(l.segments).toArray)
+      kept.map(l.segments).toArray, summaries)
   }
 }

@@ -67,6 +67,21 @@ object PathStore {
 
   def apply(paths: Array[String]): PathStore = fromUtf8(paths.map(_.getBytes(UTF_8)))
 
+  /** Path i is `prefix` + the UTF-8 bytes [offsets(i), offsets(i + 1)) of `bytes` (as layout.bin stores them). */
+  def fromRemainders(prefix: String, bytes: Array[Byte], offsets: Array[Int]): PathStore = {
+    val n = offsets.length - 1
+    val ascii = new Array[Boolean](n)
+    var i = 0
+    while (i < n) {
+      var a = true; var k = offsets(i)
+      while (a && k < offsets(i + 1)) { a = bytes(k) >= 0; k += 1 }
+      ascii(i) = a
+      i += 1
+    }
+    new PathStore(prefix, if (bytes.length == offsets(n)) bytes else java.util.Arrays.copyOf(bytes, offsets(n)), offsets,
+      ascii)
+  }
+
   /** From each path's UTF-8 bytes (as stored in layout.bin), sorted or not. */
   def fromUtf8(paths: Array[Array[Byte]]): PathStore = {
     // The common prefix, cut back to a whole character (never inside a multi-byte UTF-8 sequence).

@@ -17,6 +17,25 @@ object Probers {
   /** Bytes of the runs a probe reads, and how many of them came from storage (for metrics). */
   final class Counters { @volatile var bytesRead = 0L; @volatile var distributed = false }
 
+  /** The probe of version `v`'s row groups: its segments through [[forVersion]], its summaries on the driver. */
+  def sliced(spark: SparkSession, v: IndexVersion, counters: Counters, int96Probes: Boolean = true): SlicedProbe =
+    new SlicedProbe(v.layout, forVersion(spark, v, counters), int96Probes, summaries(spark, v, counters))
+
+  /**
+   * The runs of summary segments, from [[IndexCache]] or one positioned read each (a point lookup reads one
+   * run of 32 bytes per segment of the column: R / 2048 of them); a damaged summary file gives no runs.
+   */
+  def summaries(spark: SparkSession, v: IndexVersion, counters: Counters): SlicedProbe.RunFetcher = {
+    lazy val fs = RunReader.withoutChecksumFiles(v.dir.getFileSystem(spark.sessionState.newHadoopConf()))
+    (seg, blocks) =>
+      if (v.damaged.contains(seg.file)) SlicedProbe.NoRuns(seg, blocks)
+      else {
+        counters.bytesRead +=
+          blocks.count(b => !IndexCache.contains(IndexCache.runKey(v.dir, seg, b))).toLong * seg.runBytes
+        IndexCache.runs(fs, v.dir, seg, blocks)
+      }
+  }
+
   def forVersion(spark: SparkSession, v: IndexVersion, counters: Counters): Prober = {
     val fs = RunReader.withoutChecksumFiles(v.dir.getFileSystem(spark.sessionState.newHadoopConf()))
     requests => {

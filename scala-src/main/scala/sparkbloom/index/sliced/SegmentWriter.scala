@@ -6,48 +6,111 @@ import scala.collection.mutable
 
 import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path}
 
+import sparkbloom.sbbf.{Kernel, Sbbf, Sizing}
+
 /** One (file, row group, column) entry of a build, as a task reports it to the driver (no filter bytes). */
 final case class EntryMeta(path: String, size: Long, mtime: Long, rowGroup: Int, start: Long, end: Long, rows: Long,
                            column: String, physical: String, logical: String, typeLength: Int, rebase: Boolean,
                            hasNull: Boolean, nonNull: Long, ndv: Long, source: String, fpp: Float,
                            segment: String, slot: Int)
 
+/** Row-group segment `segment`'s summary is slot `slot` of summary segment `summary` (see [[Summaries]]). */
+final case class SummaryLink(segment: String, summary: Segment, slot: Int, fpp: Float)
+
 /**
  * Writes the filters one build task produces as block-sliced segments (see [[Segment]]): filters of the same
  * column and block count are buffered, and a buffer is written block-major, each run followed by its CRC32,
- * once it holds `maxBytes` or the task ends. Segments are named after the task's partition, so a retried task
- * rewrites the same files with the same bytes.
+ * once it holds `maxBytes` or `maxSlots` filters, or the task ends. Segments are named after the task's
+ * partition, so a retried task rewrites the same files with the same bytes.
+ *
+ * With `summaryFpp` (column, values, the segment's expected false row groups per absent value → the summary's
+ * FPP) and the hashes of every filter of a segment, the segment also gets a summary filter ([[Summaries]]):
+ * written at [[close]], as summary segments of their own (one per column and summary block count). A segment
+ * with one filter added without its hashes (harvested) has no summary.
  */
 final class SegmentWriter(fs: FileSystem, indexDir: Path, dataDirName: String, partition: Int,
-                          maxBytes: Long = SegmentWriter.DefaultMaxBytes) {
-  private final class Buffer(val file: String, val column: String, val blocks: Int) {
+                          maxBytes: Long = SegmentWriter.DefaultMaxBytes,
+                          summaryFpp: Option[(String, Long, Double) => Double] = None,
+                          maxSlots: Int = SegmentWriter.DefaultMaxSlots) {
+  private final class Buffer(val file: String, val column: String, val columnOrdinal: Int, val blocks: Int) {
     val filters = mutable.ArrayBuffer[Array[Byte]]()
+    var hashes = new Array[Long](64) // the values' hashes, for the summary; null once a filter came without
+    var nHashes = 0
+    var leafFalse = 0.0 // Σ of the filters' FPPs
   }
-  private val open = mutable.LinkedHashMap[(String, Int), Buffer]()
+  private val open = mutable.LinkedHashMap[(String, Int, Boolean), Buffer]()
   private val written = mutable.Buffer[Segment]()
+  private val summaryBuffers = mutable.LinkedHashMap[(String, Int), mutable.ArrayBuffer[(String, Array[Byte], Float)]]()
+  private val summaryOrdinal = mutable.Map[String, Int]()
+  private val linked = mutable.Buffer[SummaryLink]()
   private var seq = 0
 
   /** Adds one filter (its bitset bytes); returns the segment file and slot it will have. */
-  def add(column: String, columnOrdinal: Int, bitset: Array[Byte]): (String, Int) = {
+  def add(column: String, columnOrdinal: Int, bitset: Array[Byte]): (String, Int) =
+    add(column, columnOrdinal, bitset, null, 0, 1.0)
+
+  /**
+   * Adds one filter with the distinct hashes of its values (`hashes(0 until n)`, or null: not known) and its
+   * FPP; returns the segment file and slot it will have.
+   */
+  def add(column: String, columnOrdinal: Int, bitset: Array[Byte], hashes: Array[Long], n: Int, fpp: Double)
+      : (String, Int) = {
     val blocks = bitset.length / 32
-    val key = (column, blocks)
-    open.get(key).filter(b => (b.filters.size + 1L) * bitset.length > maxBytes && b.filters.nonEmpty).foreach { full =>
+    // Filters without their values (harvested) never share a segment with filters that have them, which
+    // would then lose their summary.
+    val key = (column, blocks, hashes != null && summaryFpp.isDefined)
+    open.get(key).filter(b =>
+      b.filters.nonEmpty && ((b.filters.size + 1L) * bitset.length > maxBytes || b.filters.size >= maxSlots ||
+        (b.hashes != null && b.nHashes + n > SegmentWriter.MaxSummaryValues))).foreach { full =>
       flush(full); open.remove(key)
     }
     val buf = open.getOrElseUpdate(key, {
         seq += 1
-        new Buffer(s"$dataDirName/p$partition-c$columnOrdinal-b$blocks-$seq.seg", column, blocks)
+        new Buffer(s"$dataDirName/p$partition-c$columnOrdinal-b$blocks-$seq.seg", column, columnOrdinal, blocks)
       })
     buf.filters += bitset
+    buf.leafFalse += fpp
+    if (summaryFpp.isEmpty || hashes == null) buf.hashes = null
+    else if (buf.hashes != null) {
+      if (buf.nHashes + n > buf.hashes.length)
+        buf.hashes = java.util.Arrays.copyOf(buf.hashes, math.max(buf.nHashes + n, 2 * buf.hashes.length))
+      System.arraycopy(hashes, 0, buf.hashes, buf.nHashes, n)
+      buf.nHashes += n
+    }
     (buf.file, buf.filters.size - 1)
   }
 
-  /** Writes every open buffer; returns all segments this task wrote. */
-  def close(): Seq[Segment] = { open.values.foreach(flush); open.clear(); written.toSeq }
+  /** Writes every open buffer, then the summaries; returns all segments this task wrote. */
+  def close(): Seq[Segment] = {
+    open.values.foreach(flush); open.clear()
+    for (((column, blocks), sums) <- summaryBuffers) {
+      seq += 1
+      val file = s"$dataDirName/p$partition-c${summaryOrdinal(column)}-s$blocks-$seq.sum"
+      SegmentWriter.write(fs, new Path(indexDir, file), SegmentWriter.blockMajor(sums.map(_._2).toSeq, blocks))
+      val seg = Segment(file, column, blocks, sums.size)
+      sums.zipWithIndex.foreach { case ((leaf, _, fpp), slot) => linked += SummaryLink(leaf, seg, slot, fpp) }
+    }
+    summaryBuffers.clear()
+    written.toSeq
+  }
+
+  /** The summaries [[close]] wrote, one per segment that has one. */
+  def summaries: Seq[SummaryLink] = linked.toSeq
 
   private def flush(b: Buffer): Unit = {
     SegmentWriter.write(fs, new Path(indexDir, b.file), SegmentWriter.blockMajor(b.filters.toSeq, b.blocks))
     written += Segment(b.file, b.column, b.blocks, b.filters.size)
+    for (f <- summaryFpp if b.hashes != null && b.nHashes > 0; p = f(b.column, b.nHashes.toLong, b.leafFalse)
+         if p < 1) {
+      val summary = Sbbf.empty(Sizing.indexBytes(b.nHashes.toLong, p), Kernel.scalar)
+      var i = 0
+      while (i < b.nHashes) { summary.insert(Summaries.rehash(b.hashes(i))); i += 1 }
+      val bytes = summary.toBytes
+      summaryOrdinal(b.column) = b.columnOrdinal
+      summaryBuffers.getOrElseUpdate((b.column, bytes.length / 32), mutable.ArrayBuffer())
+        .append((b.file, bytes, summary.observedFpp.toFloat))
+    }
+    b.hashes = null
   }
 }
 
@@ -69,8 +132,18 @@ object SegmentWriter {
       finally out.close()
   }
 
-  /** Bytes of filters per segment file: bounds a build task's memory, not the read size of a probe. */
+  /** Bytes of filters per segment file: bounds a build task's memory. */
   val DefaultMaxBytes: Long = 32L << 20
+
+  /**
+   * Filters per segment: a run is 32 bytes per filter, so this bounds what a probe reads in a segment its
+   * summary sends it to (64 KB), and makes the segments of a column about R / 2048, the runs of their
+   * summaries 32 bytes each: with R = 10^6 a point lookup reads ~16 KB of summaries and one or two runs.
+   */
+  val DefaultMaxSlots: Int = 2048
+
+  /** Hashes a segment keeps for its summary (8 bytes each): bounds a build task's memory. */
+  val MaxSummaryValues: Int = 4 << 20
 
   /** The bytes of a segment holding `filters` (bitsets of `blocks` blocks each, in slot order). */
   def blockMajor(filters: Seq[Array[Byte]], blocks: Int): Array[Byte] = {

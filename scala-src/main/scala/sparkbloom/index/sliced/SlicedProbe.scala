@@ -2,6 +2,8 @@ package sparkbloom.index.sliced
 
 import java.util.BitSet
 
+import scala.collection.mutable
+
 import sparkbloom.encoding.ValueHasher
 import sparkbloom.predicate.BloomPredicate
 import sparkbloom.predicate.BloomPredicate._
@@ -14,7 +16,8 @@ import sparkbloom.sbbf.{Kernel, RunProbe}
  * ([[RunProbe]]). Unsure means "might match": no filter, an unusable encoding, a value that cannot be
  * encoded, a run that cannot be read or fails its CRC.
  */
-final class SlicedProbe(layout: Layout, prober: SlicedProbe.Prober, int96Probes: Boolean = true) {
+final class SlicedProbe(layout: Layout, prober: SlicedProbe.Prober, int96Probes: Boolean = true,
+                        summaryRuns: SlicedProbe.RunFetcher = SlicedProbe.NoRuns) {
   private val all = { val b = new BitSet(layout.numRowGroups); b.set(0, layout.numRowGroups); b }
 
   def mightMatch(p: BloomPredicate): BitSet = p match {
@@ -25,6 +28,50 @@ final class SlicedProbe(layout: Layout, prober: SlicedProbe.Prober, int96Probes:
     case in: In => layout.column(in.column).map(values(in, _)).getOrElse(all.clone().asInstanceOf[BitSet])
     case And(l, r) => val b = mightMatch(l); b.and(mightMatch(r)); b
     case Or(l, r) => val b = mightMatch(l); b.or(mightMatch(r)); b
+  }
+
+  /**
+   * The requests the segments' summaries let through: each segment probed only with the hashes its summary
+   * may hold, and not at all when it holds none. A segment without a summary, or whose summary run cannot be
+   * read, is probed with every hash.
+   */
+  private def descend(requests: Seq[SlicedProbe.Request]): Seq[SlicedProbe.Request] = {
+    val sums = layout.summaries
+    val (direct, summarised) = requests.partition(r => sums.summaryOf(r.segmentIndex) < 0)
+    val kept = mutable.Map[Int, mutable.LongMap[Unit]]() // segment → hashes to probe it with
+    for ((t, rs) <- summarised.groupBy(r => sums.summaryOf(r.segmentIndex))) {
+      val seg = sums.segments(t)
+      val wanted = rs.map(_.segmentIndex).toSet
+      val hs = rs.iterator.flatMap(_.hashes.iterator).toArray.distinct
+      val rehashed = hs.map(Summaries.rehash)
+      val runs = summaryRuns(seg, rehashed.map(h => Kernel.blockIndex(h, seg.blocks)).distinct.sorted.toSeq)
+      val slots = sums.slotToSegment(t)
+      val m = new Array[Long]((seg.count + 63) >>> 6)
+      var i = 0
+      while (i < hs.length) {
+        runs.get(Kernel.blockIndex(rehashed(i), seg.blocks)).flatten match {
+          case Some(run) =>
+            java.util.Arrays.fill(m, 0L)
+            RunProbe.default.probeRun(run, 0, seg.count, rehashed(i), m)
+            var w = 0
+            while (w < m.length) {
+              var word = m(w)
+              while (word != 0) {
+                val j = (w << 6) + java.lang.Long.numberOfTrailingZeros(word)
+                if (j < seg.count && slots(j) >= 0 && wanted.contains(slots(j)))
+                  kept.getOrElseUpdate(slots(j), mutable.LongMap()).update(hs(i), ())
+                word &= word - 1
+              }
+              w += 1
+            }
+          case None => wanted.foreach(s => kept.getOrElseUpdate(s, mutable.LongMap()).update(hs(i), ()))
+        }
+        i += 1
+      }
+    }
+    direct ++ summarised.flatMap { r =>
+      kept.get(r.segmentIndex).map(k => r.copy(hashes = r.hashes.filter(k.contains)))
+    }
   }
 
   private def bits(f: Int => Boolean): BitSet = {
@@ -49,13 +96,14 @@ final class SlicedProbe(layout: Layout, prober: SlicedProbe.Prober, int96Probes:
     else bits { rg =>
       !c.onlyNulls(rg) && (c.segment(rg) < 0 || c.encoding(rg) < 0 || hashes(c.encoding(rg)) == null)
     }
-    val requests = layout.segments.indices.filter(s => layout.segments(s).column == c.name).flatMap { s =>
+    val all = layout.segments.indices.filter(s => layout.segments(s).column == c.name).flatMap { s =>
       // Every hash of every encoding found in this segment (normally one): probing with more hashes than a
       // slot's own encoding needs can only add "maybe"s, never lose one.
       val hs =
         layout.segmentEncodings(s).iterator.filter(e => hashes(e) != null).flatMap(e => hashes(e)).toArray.distinct
       if (hs.isEmpty) None else Some(SlicedProbe.Request(s, layout.segments(s), hs))
     }
+    val requests = if (layout.summaries.isEmpty) all else descend(all)
     val results = if (requests.isEmpty) Map.empty[Int, Option[Array[Long]]] else prober.probe(requests)
     for (r <- requests) {
       val slots = layout.slotToRg(r.segmentIndex)
@@ -83,6 +131,11 @@ final class SlicedProbe(layout: Layout, prober: SlicedProbe.Prober, int96Probes:
 }
 
 object SlicedProbe {
+  /** Reads the given runs of a segment (None: unreadable or failing its CRC). */
+  type RunFetcher = (Segment, Seq[Int]) => Map[Int, Option[Array[Byte]]]
+  /** No runs: every summary then says "maybe" (a probe without summaries). */
+  val NoRuns: RunFetcher = (_, blocks) => blocks.map(_ -> Option.empty[Array[Byte]]).toMap
+
   /** Probe segment `segmentIndex` with `hashes`. */
   final case class Request(segmentIndex: Int, segment: Segment, hashes: Array[Long])
 

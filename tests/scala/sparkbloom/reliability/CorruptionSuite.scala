@@ -8,6 +8,7 @@ import org.apache.spark.sql.functions._
 import sparkbloom.BloomConf
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.{BloomIndexException, ColumnSpec, IndexDescription, IndexStore, TableRef}
+import sparkbloom.index.sliced.LayoutCodec
 import sparkbloom.testing.SparkSessionSuite
 
 /**
@@ -30,6 +31,14 @@ class CorruptionSuite extends SparkSessionSuite {
   private def parts(dir: String): Seq[File] =
     dataDir(dir).listFiles().toSeq.filter(_.getName.endsWith(".seg")).sortBy(f => (-f.length(), f.getName))
   private def layoutFile(dir: String): File = new File(dataDir(dir), IndexStore.LayoutFile)
+  /** The summary segments of the latest version (one per column here). */
+  private def summaryFiles(dir: String): Seq[File] =
+    dataDir(dir).listFiles().toSeq.filter(_.getName.endsWith(".sum")).sortBy(_.getName)
+  /** Where the layout's core ends and its statistics begin (LayoutCodec's trailer). */
+  private def layoutCoreLength(dir: String): Long = {
+    val b = Files.readAllBytes(layoutFile(dir).toPath)
+    java.nio.ByteBuffer.wrap(b, b.length - LayoutCodec.TrailerBytes, 4).getInt.toLong
+  }
   private def commit(dir: String, v: Int) = new File(ixDir(dir), s"_commits/$v.json")
   /** The cache is keyed by version; damage made behind its back needs a fresh load, as after a restart. */
   private def forget(dir: String): Unit =
@@ -66,9 +75,10 @@ class CorruptionSuite extends SparkSessionSuite {
     assert(describe(dir).problems.nonEmpty)
   }
 
-  test("a bit flip anywhere in an index segment or its layout never loses rows") {
+  test("a bit flip anywhere in an index segment, a summary segment or the layout never loses rows") {
     val dir = newTable()
-    for (p <- Seq(parts(dir).head, layoutFile(dir))) {
+    assert(summaryFiles(dir).size == 2, dataDir(dir).listFiles().toSeq)
+    for (p <- Seq(parts(dir).head, summaryFiles(dir).head, layoutFile(dir))) {
       val len = p.length()
       // Header, pages, filters and footer: a flip at each of these offsets, one after the other.
       for (at <- Seq(4L, len / 5, len / 3, len / 2, 2 * len / 3, len - 20)) {
@@ -82,10 +92,34 @@ class CorruptionSuite extends SparkSessionSuite {
 
   test("a damaged layout is reported and the whole table is read") {
     val dir = newTable()
-    flip(layoutFile(dir), layoutFile(dir).length() / 2)
+    flip(layoutFile(dir), layoutCoreLength(dir) / 2)
     assertCorrect(dir)
     val d = describe(dir)
     assert(d.problems.exists(_.contains("layout")) && d.filesNotCovered == d.filesInTable, d)
+  }
+
+  test("damaged layout statistics are reported by DESCRIBE; planning, which does not read them, still prunes") {
+    val dir = newTable()
+    flip(layoutFile(dir), layoutCoreLength(dir) + 3)
+    assertCorrect(dir)
+    forget(dir)
+    val o = compare(spark.read.parquet(dir).where(col("id") === 7L))
+    assert(o.on == o.off && o.filesRead == 1, o)
+    val d = describe(dir)
+    assert(d.problems.exists(_.contains("statistics are damaged")) && d.filesNotCovered == 0, d)
+    // REFRESH FULL writes them again
+    BloomIndexes.refresh(spark, TableRef.Path(dir), "ix", full = true)
+    assert(describe(dir).problems.isEmpty)
+  }
+
+  test("a missing summary segment is reported, and the segments it summarised are probed whole") {
+    val dir = newTable()
+    summaryFiles(dir).foreach(f => assert(f.delete()))
+    assertCorrect(dir)
+    forget(dir)
+    val o = compare(spark.read.parquet(dir).where(col("id") === 7L))
+    assert(o.on == o.off && o.filesRead == 1, o)
+    assert(describe(dir).problems.exists(_.contains(".sum")))
   }
 
   test("a bit flip inside a stored filter is caught by its checksum") {

@@ -7,7 +7,7 @@ import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.{Row, SparkSession}
 
 import sparkbloom.BloomConf
-import sparkbloom.index.sliced.{EntryMeta, Segment, SegmentWriter, SummaryLink}
+import sparkbloom.index.sliced.{EntryMeta, Segment, SegmentWriter, SummaryFilter, SummaryWriter}
 
 /**
  * The build job: one task per group of data files. Each task reads the footer of its files, takes a
@@ -65,12 +65,12 @@ object IndexBuilder {
     private val fastPaths = BloomConf.buildFastPaths(spark)
     private val entries = mutable.Buffer[EntryMeta]()
     private val segments = mutable.Buffer[Segment]()
-    private val summaries = mutable.Buffer[SummaryLink]()
+    private val summaries = mutable.Buffer[SummaryFilter]()
 
     /** Per partition: entries, segments, files deferred (their scans need sizing), value counts of `counted`. */
     def run(files: Seq[DataFile], sizer: FilterSizer, partitionOffset: Int, counted: Array[String],
             deferScans: Boolean)
-        : Array[(Array[EntryMeta], Array[Segment], Array[DataFile], Array[Long], Array[SummaryLink])] = {
+        : Array[(Array[EntryMeta], Array[Segment], Array[DataFile], Array[Long], Array[SummaryFilter])] = {
       if (files.isEmpty) return Array.empty
       val slices = math.max(1, math.min(files.size, sc.defaultParallelism * 4))
       val (cols, harvest, conf, acc, skipped, fastPaths) =
@@ -103,10 +103,14 @@ object IndexBuilder {
       out
     }
 
-    def stats(files: Int): BuildStats =
+    /** The build's figures, once its jobs ran; stores the summaries the tasks made. */
+    def stats(files: Int): BuildStats = {
+      val links = SummaryWriter.write(indexDir.getFileSystem(conf.value), indexDir, dataDirName, summaries.toSeq)
+      summaries.clear()
       BuildStats(files - skipped.value.size, acc("rowGroups").value, acc("entries").value, acc("harvested").value,
         acc("scanned").value, acc("bytes").value, skipped.value.asScala.toSeq, entries.toSeq, segments.toSeq,
-        summaries.toSeq)
+        links)
+    }
   }
 
   /**

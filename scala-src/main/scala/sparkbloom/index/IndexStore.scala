@@ -183,7 +183,7 @@ object IndexStore {
       if (bad == 0) None
       else Some(s"index segment ${s.file}: $bad of ${s.blocks} runs fail their CRC: the row groups it covers are read")
     }
-    (found ++ IndexCache.damageOf(v.dir)).distinct
+    (found ++ v.layout.statsDamage().toSeq ++ IndexCache.damageOf(v.dir)).distinct
   }
 
   /** Writes a version's layout into its data directory. */

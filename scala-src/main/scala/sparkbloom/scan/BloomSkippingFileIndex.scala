@@ -77,24 +77,36 @@ object BloomSkippingFileIndex {
   def keepListed(listed: Seq[PartitionDirectory],
                  keep: Array[org.apache.hadoop.fs.FileStatus] => java.util.BitSet): Seq[PartitionDirectory] = {
     val dirs = listed.toArray
-    val dirFiles = dirs.map(_.files.toArray)
-    val statuses = {
-      val a = new Array[org.apache.hadoop.fs.FileStatus](dirFiles.iterator.map(_.length).sum)
-      var n = 0
-      for (files <- dirFiles) { var j = 0; while (j < files.length) { a(n) = files(j).fileStatus; n += 1; j += 1 } }
-      a
+    val counts = dirs.map(_.files.size)
+    // One pass over the listing (no copies of it: at 10^6 files the listing is Spark's largest object).
+    val statuses = new Array[org.apache.hadoop.fs.FileStatus](counts.sum)
+    var n = 0
+    for (d <- dirs) {
+      val it = d.files.iterator
+      while (it.hasNext) { statuses(n) = it.next().fileStatus; n += 1 }
     }
     val keptPos = keep(statuses)
     val b = Seq.newBuilder[PartitionDirectory]
     var offset = 0
     for (d <- dirs.indices) {
-      val files = dirFiles(d)
-      val kept = Seq.newBuilder[org.apache.spark.sql.execution.datasources.FileStatusWithMetadata]
-      var p = keptPos.nextSetBit(offset)
-      while (p >= 0 && p < offset + files.length) { kept += files(p - offset); p = keptPos.nextSetBit(p + 1) }
-      val k = kept.result()
-      if (k.nonEmpty) b += PartitionDirectory(dirs(d).values, k)
-      offset += files.length
+      val files = dirs(d).files
+      if (keptPos.nextSetBit(offset) >= 0 && keptPos.nextSetBit(offset) < offset + counts(d)) {
+        val kept = Seq.newBuilder[org.apache.spark.sql.execution.datasources.FileStatusWithMetadata]
+        files match {
+          case ix: scala.collection.IndexedSeq[_] => // the usual case: only the kept files are visited
+            var p = keptPos.nextSetBit(offset)
+            while (p >= 0 && p < offset + counts(d)) {
+              kept += ix(p - offset).asInstanceOf[org.apache.spark.sql.execution.datasources.FileStatusWithMetadata]
+              p = keptPos.nextSetBit(p + 1)
+            }
+          case _ =>
+            val it = files.iterator
+            var p = offset
+            while (it.hasNext) { val f = it.next(); if (keptPos.get(p)) kept += f; p += 1 }
+        }
+        b += PartitionDirectory(dirs(d).values, kept.result())
+      }
+      offset += counts(d)
     }
     b.result()
   }

@@ -20,7 +20,9 @@ final class Layout(
     val rgRows: Array[Long],
     val columns: Array[ColumnSlice],
     val segments: Array[Segment],
-    val summaries: Summaries = Summaries.none) {
+    val summaries: Summaries = Summaries.none,
+    // reads the per-row-group statistics if they were not yet, and says whether they were damaged
+    val statsDamage: () => Option[String] = () => None) {
 
   def numFiles: Int = paths.length
   def numRowGroups: Int = rgStart.length

@@ -163,7 +163,7 @@ object LayoutCodec {
   /** A whole layout file (either format), every part read now. */
   def decode(bytes: Array[Byte]): Layout = {
     val l = load(bytes.length.toLong, (off, n) => java.util.Arrays.copyOfRange(bytes, off.toInt, off.toInt + n))
-    l.columns.foreach(_.nonNull) // read the stats now: damage there is reported here
+    l.statsDamage().foreach(m => fail(m)) // the stats read now: damage there is an error here
     l
   }
 
@@ -257,8 +257,17 @@ object LayoutCodec {
         new Summaries(summarySegments, of, slot, fpp)
       }
       if (in.in.hasRemaining) fail(s"${in.in.remaining()} trailing bytes")
-      // The stats, read and checked on first use (all columns at once).
-      lazy val allStats: Array[ColumnSlice.Stats] = {
+      // The stats, read and checked on first use (all columns at once). Damaged stats never fail anything:
+      // they read as unknown (FPP 1: always read, no counts) and the damage is reported (Layout.statsDamage).
+      val damage = new java.util.concurrent.atomic.AtomicReference[String]()
+      lazy val allStats: Array[ColumnSlice.Stats] = try readStats() catch {
+        case e: Exception =>
+          damage.set(s"the index layout's statistics are damaged (${e.getMessage}): DESCRIBE shows them as " +
+            "unknown; REFRESH ... FULL rewrites them")
+          Array.fill(numColumns)(ColumnSlice.Stats(Array.fill(r)(-1L), Array.fill(r)(-1L), Array.fill(r)(1f),
+            Array.fill(r)(ColumnSlice.sourceId("damaged"))))
+      }
+      def readStats(): Array[ColumnSlice.Stats] = {
         val s = new In(checked(stats()))
         try {
           val out = Array.fill(numColumns) {
@@ -277,7 +286,8 @@ object LayoutCodec {
         new ColumnSlice(name, encodings, encoding, flags, segment, slot, () => allStats(c))
       }
       validate(columns, segments, r)
-      new Layout(paths, sizes, mtimes, firstRg, ordinal, start, end, rows, columns, segments, summaries)
+      new Layout(paths, sizes, mtimes, firstRg, ordinal, start, end, rows, columns, segments, summaries,
+        () => { columns.headOption.foreach(_.nonNull); Option(damage.get()) })
     } catch {
       case e: java.nio.BufferUnderflowException => fail(s"truncated ($e)")
       case e: IllegalArgumentException => fail(e.toString)

@@ -48,7 +48,8 @@ object Probers {
     }
   }
 
-  private def blocksOf(r: Request): Seq[Int] = r.hashes.map(h => Kernel.blockIndex(h, r.segment.blocks)).distinct.toSeq
+  private def blocksOf(r: Request): Seq[Int] =
+    SlicedProbe.distinct(r.hashes.map(h => Kernel.blockIndex(h, r.segment.blocks).toLong)).map(_.toInt).toSeq
 
   /** Positioned reads of different segments in parallel (cold lookups; object stores answer in parallel). */
   private lazy val ioPool: scala.concurrent.ExecutionContext = {

@@ -17,6 +17,26 @@ final case class EntryMeta(path: String, size: Long, mtime: Long, rowGroup: Int,
 /** Row-group segment `segment`'s summary is slot `slot` of summary segment `summary` (see [[Summaries]]). */
 final case class SummaryLink(segment: String, summary: Segment, slot: Int, fpp: Float)
 
+/** The summary filter (bitset) of row-group segment `segment`, as a build task hands it to the driver. */
+final case class SummaryFilter(segment: String, column: String, columnOrdinal: Int, bitset: Array[Byte], fpp: Float)
+
+/**
+ * Stores the summaries of a build on the driver: one summary segment per column and block count, block-major
+ * like the row groups' segments, so that checking every segment of a column reads one run per summary
+ * segment, `S · 32` bytes for S segments (10^6 row groups: ~500 segments, 16 KB).
+ */
+object SummaryWriter {
+  def write(fs: FileSystem, indexDir: Path, dataDirName: String, filters: Seq[SummaryFilter]): Seq[SummaryLink] =
+    filters.groupBy(f => (f.column, f.columnOrdinal, f.bitset.length / 32)).toSeq.sortBy(g => (g._1._2, g._1._3)).flatMap {
+      case ((column, ordinal, blocks), fs0) =>
+        val sorted = fs0.sortBy(_.segment)
+        val file = s"$dataDirName/summary-c$ordinal-b$blocks.sum"
+        SegmentWriter.write(fs, new Path(indexDir, file), SegmentWriter.blockMajor(sorted.map(_.bitset), blocks))
+        val seg = Segment(file, column, blocks, sorted.size)
+        sorted.zipWithIndex.map { case (f, slot) => SummaryLink(f.segment, seg, slot, f.fpp) }
+    }
+}
+
 /**
  * Writes the filters one build task produces as block-sliced segments (see [[Segment]]): filters of the same
  * column and block count are buffered, and a buffer is written block-major, each run followed by its CRC32,
@@ -24,9 +44,9 @@ final case class SummaryLink(segment: String, summary: Segment, slot: Int, fpp: 
  * partition, so a retried task rewrites the same files with the same bytes.
  *
  * With `summaryFpp` (column, values, the segment's expected false row groups per absent value → the summary's
- * FPP) and the hashes of every filter of a segment, the segment also gets a summary filter ([[Summaries]]):
- * written at [[close]], as summary segments of their own (one per column and summary block count). A segment
- * with one filter added without its hashes (harvested) has no summary.
+ * FPP) and the hashes of every filter of a segment, the segment also gets a summary filter ([[Summaries]]),
+ * which the task hands to the driver ([[summaries]]): [[SummaryWriter]] stores every task's together. Filters
+ * added without their hashes (harvested) go to segments of their own, without a summary.
  */
 final class SegmentWriter(fs: FileSystem, indexDir: Path, dataDirName: String, partition: Int,
                           maxBytes: Long = SegmentWriter.DefaultMaxBytes,
@@ -40,9 +60,7 @@ final class SegmentWriter(fs: FileSystem, indexDir: Path, dataDirName: String, p
   }
   private val open = mutable.LinkedHashMap[(String, Int, Boolean), Buffer]()
   private val written = mutable.Buffer[Segment]()
-  private val summaryBuffers = mutable.LinkedHashMap[(String, Int), mutable.ArrayBuffer[(String, Array[Byte], Float)]]()
-  private val summaryOrdinal = mutable.Map[String, Int]()
-  private val linked = mutable.Buffer[SummaryLink]()
+  private val summaryFilters = mutable.Buffer[SummaryFilter]()
   private var seq = 0
 
   /** Adds one filter (its bitset bytes); returns the segment file and slot it will have. */
@@ -80,22 +98,11 @@ final class SegmentWriter(fs: FileSystem, indexDir: Path, dataDirName: String, p
     (buf.file, buf.filters.size - 1)
   }
 
-  /** Writes every open buffer, then the summaries; returns all segments this task wrote. */
-  def close(): Seq[Segment] = {
-    open.values.foreach(flush); open.clear()
-    for (((column, blocks), sums) <- summaryBuffers) {
-      seq += 1
-      val file = s"$dataDirName/p$partition-c${summaryOrdinal(column)}-s$blocks-$seq.sum"
-      SegmentWriter.write(fs, new Path(indexDir, file), SegmentWriter.blockMajor(sums.map(_._2).toSeq, blocks))
-      val seg = Segment(file, column, blocks, sums.size)
-      sums.zipWithIndex.foreach { case ((leaf, _, fpp), slot) => linked += SummaryLink(leaf, seg, slot, fpp) }
-    }
-    summaryBuffers.clear()
-    written.toSeq
-  }
+  /** Writes every open buffer; returns all segments this task wrote. */
+  def close(): Seq[Segment] = { open.values.foreach(flush); open.clear(); written.toSeq }
 
-  /** The summaries [[close]] wrote, one per segment that has one. */
-  def summaries: Seq[SummaryLink] = linked.toSeq
+  /** The summaries of the segments written, one per segment that has one (the driver stores them). */
+  def summaries: Seq[SummaryFilter] = summaryFilters.toSeq
 
   private def flush(b: Buffer): Unit = {
     SegmentWriter.write(fs, new Path(indexDir, b.file), SegmentWriter.blockMajor(b.filters.toSeq, b.blocks))
@@ -105,10 +112,7 @@ final class SegmentWriter(fs: FileSystem, indexDir: Path, dataDirName: String, p
       val summary = Sbbf.empty(Sizing.indexBytes(b.nHashes.toLong, p), Kernel.scalar)
       var i = 0
       while (i < b.nHashes) { summary.insert(Summaries.rehash(b.hashes(i))); i += 1 }
-      val bytes = summary.toBytes
-      summaryOrdinal(b.column) = b.columnOrdinal
-      summaryBuffers.getOrElseUpdate((b.column, bytes.length / 32), mutable.ArrayBuffer())
-        .append((b.file, bytes, summary.observedFpp.toFloat))
+      summaryFilters += SummaryFilter(b.file, b.column, b.columnOrdinal, summary.toBytes, summary.observedFpp.toFloat)
     }
     b.hashes = null
   }

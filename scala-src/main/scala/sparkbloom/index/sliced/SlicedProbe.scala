@@ -38,18 +38,29 @@ final class SlicedProbe(layout: Layout, prober: SlicedProbe.Prober, int96Probes:
   private def descend(requests: Seq[SlicedProbe.Request]): Seq[SlicedProbe.Request] = {
     val sums = layout.summaries
     val (direct, summarised) = requests.partition(r => sums.summaryOf(r.segmentIndex) < 0)
-    val kept = mutable.Map[Int, mutable.LongMap[Unit]]() // segment → hashes to probe it with
+    if (summarised.isEmpty) return direct
+    // Per segment (by request), the hashes its summary may hold.
+    val position = new java.util.HashMap[Int, Int]() // segment index → request position in `summarised`
+    summarised.iterator.zipWithIndex.foreach { case (r, i) => position.put(r.segmentIndex, i) }
+    val keep = Array.fill(summarised.size)(new mutable.ArrayBuilder.ofLong)
+    val count = new Array[Int](summarised.size)
     for ((t, rs) <- summarised.groupBy(r => sums.summaryOf(r.segmentIndex))) {
       val seg = sums.segments(t)
-      val wanted = rs.map(_.segmentIndex).toSet
-      val hs = rs.iterator.flatMap(_.hashes.iterator).toArray.distinct
+      // Segments of one column share their hash array unless their encodings differ (see `values`).
+      val shared = rs.forall(_.hashes eq rs.head.hashes)
+      val hs = if (shared) rs.head.hashes else SlicedProbe.distinct(rs.iterator.flatMap(_.hashes.iterator).toArray)
       val rehashed = hs.map(Summaries.rehash)
-      val runs = summaryRuns(seg, rehashed.map(h => Kernel.blockIndex(h, seg.blocks)).distinct.sorted.toSeq)
+      val blocks = rehashed.map(h => Kernel.blockIndex(h, seg.blocks))
+      val runs = summaryRuns(seg, SlicedProbe.distinct(blocks.map(_.toLong)).map(_.toInt).toSeq)
       val slots = sums.slotToSegment(t)
       val m = new Array[Long]((seg.count + 63) >>> 6)
+      def add(s: Int, h: Long): Unit = {
+        val at = if (s < 0) -1 else position.getOrDefault(s, -1)
+        if (at >= 0) { keep(at) += h; count(at) += 1 }
+      }
       var i = 0
       while (i < hs.length) {
-        runs.get(Kernel.blockIndex(rehashed(i), seg.blocks)).flatten match {
+        runs.get(blocks(i)).flatten match {
           case Some(run) =>
             java.util.Arrays.fill(m, 0L)
             RunProbe.default.probeRun(run, 0, seg.count, rehashed(i), m)
@@ -58,20 +69,27 @@ final class SlicedProbe(layout: Layout, prober: SlicedProbe.Prober, int96Probes:
               var word = m(w)
               while (word != 0) {
                 val j = (w << 6) + java.lang.Long.numberOfTrailingZeros(word)
-                if (j < seg.count && slots(j) >= 0 && wanted.contains(slots(j)))
-                  kept.getOrElseUpdate(slots(j), mutable.LongMap()).update(hs(i), ())
+                if (j < seg.count) add(slots(j), hs(i))
                 word &= word - 1
               }
               w += 1
             }
-          case None => wanted.foreach(s => kept.getOrElseUpdate(s, mutable.LongMap()).update(hs(i), ()))
+          case None => rs.foreach(r => add(r.segmentIndex, hs(i))) // unreadable summary: probe them all
         }
         i += 1
       }
     }
-    direct ++ summarised.flatMap { r =>
-      kept.get(r.segmentIndex).map(k => r.copy(hashes = r.hashes.filter(k.contains)))
-    }
+    val sharedAll = summarised.forall(_.hashes eq summarised.head.hashes)
+    direct ++ summarised.indices.iterator.filter(count(_) > 0).map { i =>
+      val r = summarised(i)
+      val found = keep(i).result() // distinct: each hash is probed once per summary segment
+      if (sharedAll) r.copy(hashes = found)
+      else {
+        // a hash another segment of the same summary segment brought is kept only if this segment probes it
+        val own = new mutable.LongMap[Unit](r.hashes.length); r.hashes.foreach(own.update(_, ()))
+        r.copy(hashes = found.filter(own.contains))
+      }
+    }.filter(_.hashes.nonEmpty)
   }
 
   private def bits(f: Int => Boolean): BitSet = {
@@ -87,7 +105,7 @@ final class SlicedProbe(layout: Layout, prober: SlicedProbe.Prober, int96Probes:
       if (!int96Probes && e.physical == "INT96") null
       else {
         val parts = in.values.map(v => ValueHasher.hashes(v, in.dataType, e))
-        if (parts.exists(_ == null)) null else parts.flatten.distinct.toArray
+        if (parts.exists(_ == null)) null else SlicedProbe.distinct(parts.flatten.toArray)
       }
     }
     // Row groups decided without their filter: only nulls (never), no usable filter or hash (always).
@@ -96,11 +114,13 @@ final class SlicedProbe(layout: Layout, prober: SlicedProbe.Prober, int96Probes:
     else bits { rg =>
       !c.onlyNulls(rg) && (c.segment(rg) < 0 || c.encoding(rg) < 0 || hashes(c.encoding(rg)) == null)
     }
+    // Every hash of every encoding found in a segment (normally one): probing with more hashes than a slot's own
+    // encoding needs can only add "maybe"s, never lose one. Segments with the same encodings share one array.
+    val byEncodings = mutable.HashMap[Seq[Int], Array[Long]]()
     val all = layout.segments.indices.filter(s => layout.segments(s).column == c.name).flatMap { s =>
-      // Every hash of every encoding found in this segment (normally one): probing with more hashes than a
-      // slot's own encoding needs can only add "maybe"s, never lose one.
-      val hs =
-        layout.segmentEncodings(s).iterator.filter(e => hashes(e) != null).flatMap(e => hashes(e)).toArray.distinct
+      val hs = byEncodings.getOrElseUpdate(layout.segmentEncodings(s).toSeq,
+        SlicedProbe.distinct(
+          layout.segmentEncodings(s).iterator.filter(e => hashes(e) != null).flatMap(e => hashes(e)).toArray))
       if (hs.isEmpty) None else Some(SlicedProbe.Request(s, layout.segments(s), hs))
     }
     val requests = if (layout.summaries.isEmpty) all else descend(all)
@@ -131,6 +151,15 @@ final class SlicedProbe(layout: Layout, prober: SlicedProbe.Prober, int96Probes:
 }
 
 object SlicedProbe {
+  /** The distinct values of `a`, sorted (no boxing: long IN lists and run-time key sets are large). */
+  def distinct(a: Array[Long]): Array[Long] = {
+    if (a.length < 2) return a.clone()
+    val s = a.clone(); java.util.Arrays.sort(s)
+    var w = 1; var i = 1
+    while (i < s.length) { if (s(i) != s(w - 1)) { s(w) = s(i); w += 1 }; i += 1 }
+    if (w == s.length) s else java.util.Arrays.copyOf(s, w)
+  }
+
   /** Reads the given runs of a segment (None: unreadable or failing its CRC). */
   type RunFetcher = (Segment, Seq[Int]) => Map[Int, Option[Array[Byte]]]
   /** No runs: every summary then says "maybe" (a probe without summaries). */

@@ -98,6 +98,49 @@ class SlicedIndexSuite extends SparkSessionSuite {
     }
   }
 
+  test("an index whose layout sparkbloom 0.1 wrote (format 1, one level) is read as before, DESCRIBE says how to " +
+    "upgrade it, REFRESH INCREMENTAL keeps its segments as they are and REFRESH FULL adds the summaries") {
+    withSQLConf(BloomConf.MaintainOnWrite -> "false") {
+      val dir = tempDir("format1") + "/t"
+      spark.range(0, 4000, 1, 8).select(col("id"), concat(lit("u-"), col("id")).as("s")).write.parquet(dir)
+      BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id")), Map.empty, ifNotExists = false)
+      // The version rewritten as 0.1 wrote it: layout format 1, no summaries (the summary files then unused).
+      val v = version(dir)
+      val l = v.layout
+      val flat = new sliced.Layout(l.paths, l.sizes, l.mtimes, l.firstRg, l.rgOrdinal, l.rgStart, l.rgEnd, l.rgRows,
+        l.columns, l.segments)
+      val layoutPath = new java.io.File(new java.io.File(new java.net.URI(v.dir.toString)), v.meta.dataDir + "/" +
+        IndexStore.LayoutFile)
+      java.nio.file.Files.write(layoutPath.toPath, sliced.LayoutCodec.encodeV1(flat))
+      l.summaries.segments.foreach(t => new java.io.File(layoutPath.getParentFile, t.file.split('/').last).delete())
+      IndexStore.invalidate(v.dir); IndexCache.clear()
+      val old = version(dir)
+      assert(old.layout.format == 1 && old.layout.summaries.isEmpty && old.problems.isEmpty, old.problems)
+      val d = BloomIndexes.describe(spark, TableRef.Path(dir), "ix")
+      assert(d.levels.contains("REFRESH ... FULL adds segment summaries"), d.levels)
+      for (k <- Seq(5L, 3999L, 7777L)) {
+        val o = compare(spark.read.parquet(dir).where(col("id") === k))
+        assert(o.on == o.off && o.filesRead <= 1, s"key $k")
+      }
+      spark.range(9000, 9500, 1, 1).select(col("id"), concat(lit("u-"), col("id")).as("s")).write.mode("append")
+        .parquet(dir)
+      BloomIndexes.refresh(spark, TableRef.Path(dir), "ix", full = false)
+      val inc = version(dir)
+      assert(inc.layout.format == 2)
+      val carried = inc.layout.segments.indices.filter(s => old.layout.segments.contains(inc.layout.segments(s)))
+      assert(carried.nonEmpty && carried.forall(s => inc.layout.summaries.summaryOf(s) < 0))
+      assert(inc.layout.segments.indices.filterNot(carried.contains).forall(s => inc.layout.summaries.summaryOf(s) >= 0))
+      BloomIndexes.refresh(spark, TableRef.Path(dir), "ix", full = true)
+      val full = version(dir)
+      assert(full.layout.format == 2 && full.layout.segments.indices.forall(s => full.layout.summaries.summaryOf(s) >= 0))
+      assert(!BloomIndexes.describe(spark, TableRef.Path(dir), "ix").levels.contains("REFRESH"))
+      for (k <- Seq(5L, 3999L, 9100L, 7777L)) {
+        val o = compare(spark.read.parquet(dir).where(col("id") === k))
+        assert(o.on == o.off && o.filesRead <= 1, s"key $k")
+      }
+    }
+  }
+
   test(
     "two indexes on one table, covering different files: a row group is skipped only when every index covering it " +
       "says so") {

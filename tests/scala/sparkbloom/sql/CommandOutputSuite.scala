@@ -57,6 +57,7 @@ class CommandOutputSuite extends AnyFunSuite {
       Row("Filters Harvested", "10"),
       Row("Filters Scanned", "810"),
       Row("Size In Bytes", "123456"),
+      Row("Layout", ""),
       Row("Files In Table", "203"),
       Row("Files Not Covered", "3"),
       Row("Files Deleted", "1"),

@@ -79,7 +79,8 @@ object DecisionFuzz {
    * planner's own prober (IndexCache, positioned reads), compared with it every 16th query.
    */
   private final class Index(val version: IndexVersion, val prober: SlicedProbe.Prober, val stored: SlicedProbe.Prober,
-                            val columns: Seq[String], val toGlobal: Array[Int], val covered: BitSet)
+                            val columns: Seq[String], val toGlobal: Array[Int], val covered: BitSet,
+                            val summaries: SlicedProbe.RunFetcher, val storedSummaries: SlicedProbe.RunFetcher)
 
   private final class Table(val root: String, val label: String, val files: Array[FileData], val numRgs: Int,
                             val rows: Long, val columns: Array[Column], val indexes: Seq[Index]) {
@@ -227,9 +228,10 @@ object DecisionFuzz {
       val indexKept = new BitSet(t.numRgs); indexKept.set(0, t.numRgs)
       val decided = new BitSet(t.numRgs)
       for ((ix, pred) <- answering) {
-        val b = new SlicedProbe(ix.version.layout, ix.prober).mightMatch(pred)
+        val b = new SlicedProbe(ix.version.layout, ix.prober, summaryRuns = ix.summaries).mightMatch(pred)
         if (q % 16 == 0) {
-          val fromStorage = new SlicedProbe(ix.version.layout, ix.stored).mightMatch(pred)
+          val fromStorage =
+            new SlicedProbe(ix.version.layout, ix.stored, summaryRuns = ix.storedSummaries).mightMatch(pred)
           c.storageChecks += 1
           if (fromStorage != b)
             fail(s"STORAGE DIFFERS (index ${ix.version.meta.name}) $where predicate=[${expr.sql}]: " +
@@ -556,9 +558,19 @@ object DecisionFuzz {
           }
         }
         new Index(v, memoryProber(fs, v), Probers.forVersion(spark, v, new Probers.Counters), meta.columns.map(_.name),
-          toGlobal, covered)
+          toGlobal, covered, memorySummaries(fs, v), Probers.summaries(spark, v, new Probers.Counters))
       }
     }
+  }
+
+  /** The summaries' runs, read once from storage (CRC-checked) and then served from memory. */
+  private def memorySummaries(fs: org.apache.hadoop.fs.FileSystem, v: IndexVersion): SlicedProbe.RunFetcher = {
+    val runs = v.layout.summaries.segments.map { seg =>
+      seg.file -> (if (v.damaged.contains(seg.file)) Map.empty[Int, Option[Array[Byte]]]
+                   else RunReader.read(RunReader.withoutChecksumFiles(fs), new Path(v.dir, seg.file), seg,
+                     0 until seg.blocks))
+    }.toMap
+    (seg, blocks) => blocks.map(b => b -> runs.get(seg.file).flatMap(_.get(b)).flatten).toMap
   }
 
   /** Probes runs held in memory: each run of each segment read and CRC-checked once (None: damaged). */

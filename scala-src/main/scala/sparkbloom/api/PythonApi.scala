@@ -162,7 +162,7 @@ object PythonApi {
     "row_groups_covered" -> d.rowGroupsCovered,
     "filters_harvested" -> d.filtersHarvested,
     "filters_scanned" -> d.filtersScanned,
-    "size_in_bytes" -> d.sizeInBytes,
+    "size_in_bytes" -> d.sizeInBytes, "layout" -> d.levels,
     "files_in_table" -> d.filesInTable,
     "files_not_covered" -> d.filesNotCovered,
     "files_deleted" -> d.filesDeleted,

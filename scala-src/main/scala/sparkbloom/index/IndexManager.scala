@@ -122,7 +122,8 @@ object IndexManager {
       l.paths.count(p => !current.contains(p)),
       commitProblems ++ loaded.problems ++ (if (verify) IndexStore.verify(fs, loaded) else IndexCache.damageOf(dir)),
       meta.falseReadsPerKey, meta.columns.map(_.policy.describe), meta.maxBitsPerValue,
-      meta.columnStats.getOrElse(Nil), SkippingLog.usageOf(dir.toString), meta.tableSnapshot, listing.snapshot)
+      meta.columnStats.getOrElse(Nil), SkippingLog.usageOf(dir.toString), meta.tableSnapshot, listing.snapshot,
+      l.describeLevels)
   }
 
   private def newDataDir(version: Long): String = s"v$version-${java.util.UUID.randomUUID().toString.take(8)}"

@@ -45,7 +45,8 @@ final case class IndexDescription(
     columnStats: Seq[ColumnStats] = Nil, // per column, for the version as stored (empty for older versions)
     usage: SkippingLog.Usage = SkippingLog.Usage(0, 0, 0, 0, 0), // lookups planned by this driver
     snapshotCovered: Option[String] = None, // the table version the index was built from (Delta, Iceberg)
-    snapshotNow: Option[String] = None // the table's current version
+    snapshotNow: Option[String] = None, // the table's current version
+    levels: String = "" // the layout's levels (Layout.describeLevels)
 )
 
 /** A user error about a bloom index: bad DDL, unknown index or column, unsupported type, bad option. */

@@ -77,6 +77,7 @@ private[sql] object CommandOutput {
         "Filters Harvested" -> d.filtersHarvested.toString,
         "Filters Scanned" -> d.filtersScanned.toString,
         "Size In Bytes" -> d.sizeInBytes.toString,
+        "Layout" -> d.levels,
         "Files In Table" -> d.filesInTable.toString,
         "Files Not Covered" -> d.filesNotCovered.toString,
         "Files Deleted" -> d.filesDeleted.toString) ++

@@ -22,7 +22,20 @@ final class Layout(
     val segments: Array[Segment],
     val summaries: Summaries = Summaries.none,
     // reads the per-row-group statistics if they were not yet, and says whether they were damaged
-    val statsDamage: () => Option[String] = () => None) {
+    val statsDamage: () => Option[String] = () => None,
+    val format: Int = 2) { // the layout.bin format it was read from (1: sparkbloom 0.1)
+
+  /** One line for DESCRIBE: the levels, and how to get the second one where it is missing. */
+  def describeLevels: String = {
+    val summarised = segments.indices.count(s => summaries.summaryOf(s) >= 0)
+    val levels = s"${segments.length} segments, $summarised of them under ${summaries.segments.length} summary " +
+      s"segments (layout format $format)"
+    if (segments.nonEmpty && summarised == 0 && format < 2)
+      s"$levels; written by sparkbloom 0.1: REFRESH ... FULL adds segment summaries and the compact layout"
+    else if (summarised < segments.length)
+      s"$levels; segments of filters harvested from the files, or of an explicit fpp, have no summary"
+    else levels
+  }
 
   def numFiles: Int = paths.length
   def numRowGroups: Int = rgStart.length

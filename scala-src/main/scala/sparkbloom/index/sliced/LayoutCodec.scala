@@ -361,7 +361,7 @@ object LayoutCodec {
       val segments = Array.fill(count())(Segment(str(), str(), in.getInt, in.getInt))
       if (in.hasRemaining) fail(s"${in.remaining()} trailing bytes")
       validate(columns, segments, r)
-      new Layout(paths, sizes, mtimes, firstRg, ordinal, start, end, rows, columns, segments)
+      new Layout(paths, sizes, mtimes, firstRg, ordinal, start, end, rows, columns, segments, format = 1)
     } catch {
       case e: java.nio.BufferUnderflowException => fail(s"truncated ($e)")
       case e: IllegalArgumentException => fail(e.toString)

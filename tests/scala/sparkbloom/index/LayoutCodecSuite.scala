@@ -10,18 +10,19 @@ import sparkbloom.index.sliced._
  */
 class LayoutCodecSuite extends AnyFunSuite {
   private val uuid = "3f2b9c1e-8d4a-4f0e-9a7b-1c2d3e4f5a6b"
-  private val paths: Seq[String] =
-    (0 until 300).map(i => f"s3a://bucket/warehouse/db/events/part-$i%05d-$uuid-c000.snappy.parquet") ++
-      Seq("s3a://bucket/warehouse/db/events/date=2026-11-26/part-00000-x.parquet",
-        "s3a://bucket/warehouse/db/events/city=\u00e9t\u00e9/part-00001-\u65e5\u672c.parquet",
-        "s3a://bucket/warehouse/db/events/a", "s3a://bucket/warehouse/db/events/ab")
+  private val paths: Seq[String] = (0 until 300).map(i =>
+    f"s3a://bucket/warehouse/db/events/part-$i%05d-$uuid-c000.snappy.parquet") ++
+    Seq("s3a://bucket/warehouse/db/events/date=2026-11-26/part-00000-x.parquet",
+      "s3a://bucket/warehouse/db/events/city=\u00e9t\u00e9/part-00001-\u65e5\u672c.parquet",
+      "s3a://bucket/warehouse/db/events/a", "s3a://bucket/warehouse/db/events/ab")
 
   /** Two columns; file i has i % 3 row groups (some none); column "s" has no filter every 7th row group. */
   private def layout(withSummaries: Boolean): Layout = {
     val entries = for {
       (p, i) <- paths.zipWithIndex; rg <- 0 until i % 3; c <- Seq("id", "s")
       if !(c == "s" && (i + rg) % 7 == 0)
-    } yield EntryMeta(p, 1000L + i * 17, 1700000000000L + i * 1000 - (i % 5) * 7, rg, 4L + rg * 300, 4L + rg * 300 + 299,
+    } yield EntryMeta(p, 1000L + i * 17, 1700000000000L + i * 1000 - (i % 5) * 7, rg, 4L + rg * 300,
+      4L + rg * 300 + 299,
       100L + rg, c, if (c == "id") "INT64" else "BYTE_ARRAY", if (c == "id") "" else "STRING", 0, rebase = i % 11 == 0,
       hasNull = rg == 1, nonNull = if (rg == 1) 0 else 99, ndv = 50 + i, source = if (i % 4 == 0) "harvest" else "scan",
       fpp = 0.001f * (1 + i % 9), segment = s"v1/p${i % 4}-$c.seg", slot = i / 4 * 2 + rg)
@@ -80,9 +81,10 @@ class LayoutCodecSuite extends AnyFunSuite {
   test("planning reads the trailer and the core; the statistics only when first used") {
     val bytes = LayoutCodec.encode(layout(withSummaries = true))
     val reads = scala.collection.mutable.Buffer[(Long, Int)]()
-    val l = LayoutCodec.load(bytes.length, (off, n) => {
-      reads += (off -> n); java.util.Arrays.copyOfRange(bytes, off.toInt, off.toInt + n)
-    })
+    val l = LayoutCodec.load(bytes.length,
+      (off, n) => {
+        reads += (off -> n); java.util.Arrays.copyOfRange(bytes, off.toInt, off.toInt + n)
+      })
     val core = java.nio.ByteBuffer.wrap(bytes, bytes.length - LayoutCodec.TrailerBytes, 4).getInt
     assert(reads.toSeq == Seq((bytes.length - 12L, 12), (0L, core)), reads)
     assert(l.fileIndex.get(paths(7)) >= 0 && l.columns(0).segment.nonEmpty) // file 7 has a row group

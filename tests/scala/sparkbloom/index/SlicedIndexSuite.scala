@@ -109,8 +109,9 @@ class SlicedIndexSuite extends SparkSessionSuite {
       val l = v.layout
       val flat = new sliced.Layout(l.paths, l.sizes, l.mtimes, l.firstRg, l.rgOrdinal, l.rgStart, l.rgEnd, l.rgRows,
         l.columns, l.segments)
-      val layoutPath = new java.io.File(new java.io.File(new java.net.URI(v.dir.toString)), v.meta.dataDir + "/" +
-        IndexStore.LayoutFile)
+      val layoutPath = new java.io.File(new java.io.File(new java.net.URI(v.dir.toString)),
+        v.meta.dataDir + "/" +
+          IndexStore.LayoutFile)
       java.nio.file.Files.write(layoutPath.toPath, sliced.LayoutCodec.encodeV1(flat))
       l.summaries.segments.foreach(t => new java.io.File(layoutPath.getParentFile, t.file.split('/').last).delete())
       IndexStore.invalidate(v.dir); IndexCache.clear()
@@ -129,10 +130,12 @@ class SlicedIndexSuite extends SparkSessionSuite {
       assert(inc.layout.format == 2)
       val carried = inc.layout.segments.indices.filter(s => old.layout.segments.contains(inc.layout.segments(s)))
       assert(carried.nonEmpty && carried.forall(s => inc.layout.summaries.summaryOf(s) < 0))
-      assert(inc.layout.segments.indices.filterNot(carried.contains).forall(s => inc.layout.summaries.summaryOf(s) >= 0))
+      assert(
+        inc.layout.segments.indices.filterNot(carried.contains).forall(s => inc.layout.summaries.summaryOf(s) >= 0))
       BloomIndexes.refresh(spark, TableRef.Path(dir), "ix", full = true)
       val full = version(dir)
-      assert(full.layout.format == 2 && full.layout.segments.indices.forall(s => full.layout.summaries.summaryOf(s) >= 0))
+      assert(
+        full.layout.format == 2 && full.layout.segments.indices.forall(s => full.layout.summaries.summaryOf(s) >= 0))
       assert(!BloomIndexes.describe(spark, TableRef.Path(dir), "ix").levels.contains("REFRESH"))
       for (k <- Seq(5L, 3999L, 9100L, 7777L)) {
         val o = compare(spark.read.parquet(dir).where(col("id") === k))

@@ -566,9 +566,10 @@ object DecisionFuzz {
   /** The summaries' runs, read once from storage (CRC-checked) and then served from memory. */
   private def memorySummaries(fs: org.apache.hadoop.fs.FileSystem, v: IndexVersion): SlicedProbe.RunFetcher = {
     val runs = v.layout.summaries.segments.map { seg =>
-      seg.file -> (if (v.damaged.contains(seg.file)) Map.empty[Int, Option[Array[Byte]]]
-                   else RunReader.read(RunReader.withoutChecksumFiles(fs), new Path(v.dir, seg.file), seg,
-                     0 until seg.blocks))
+      seg.file ->
+        (if (v.damaged.contains(seg.file)) Map.empty[Int, Option[Array[Byte]]]
+         else RunReader.read(RunReader.withoutChecksumFiles(fs), new Path(v.dir, seg.file), seg,
+           0 until seg.blocks))
     }.toMap
     (seg, blocks) => blocks.map(b => b -> runs.get(seg.file).flatMap(_.get(b)).flatten).toMap
   }

@@ -248,7 +248,8 @@ object ScaleBench {
     val retained = usedHeapAfterGc() - baseline
     Json.obj(
       "row_groups" -> numRowGroups, "files" -> listing.length, "row_groups_per_file" -> rgPerFile,
-      "keys10k_ms" -> keys10kMs, "spark_listing_per_query_ms" -> sparkFloor, "false_row_groups_per_absent_key_measured" -> measuredFalsePerKey,
+      "keys10k_ms" -> keys10kMs, "spark_listing_per_query_ms" -> sparkFloor,
+      "false_row_groups_per_absent_key_measured" -> measuredFalsePerKey,
       "false_row_groups_per_absent_key_model" -> modelFalsePerKey, "absent_keys_measured" -> 20 * 500,
       "index_bytes_total" -> indexBytesTotal, "layout_bytes" -> layoutBytes,
       "summary_segments" -> layout0.summaries.segments.length,

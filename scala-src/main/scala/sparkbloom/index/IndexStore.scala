@@ -130,11 +130,12 @@ object IndexStore {
       val raw = RunReader.withoutChecksumFiles(fs)
       val length = raw.getFileStatus(file).getLen
       // Planning reads the layout's core only (LayoutCodec); its stats are read again on first use.
-      val layout = LayoutCodec.load(length, (offset, n) => {
-        val in = raw.open(file)
-        try { val b = new Array[Byte](n); in.readFully(offset, b); b }
-        finally in.close()
-      })
+      val layout = LayoutCodec.load(length,
+        (offset, n) => {
+          val in = raw.open(file)
+          try { val b = new Array[Byte](n); in.readFully(offset, b); b }
+          finally in.close()
+        })
       val problems = mutable.Buffer[String]()
       if (layout.numRowGroups * layout.columns.length.toLong != meta.entries)
         problems +=

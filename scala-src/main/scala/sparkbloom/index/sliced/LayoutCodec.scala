@@ -260,7 +260,8 @@ object LayoutCodec {
       // The stats, read and checked on first use (all columns at once). Damaged stats never fail anything:
       // they read as unknown (FPP 1: always read, no counts) and the damage is reported (Layout.statsDamage).
       val damage = new java.util.concurrent.atomic.AtomicReference[String]()
-      lazy val allStats: Array[ColumnSlice.Stats] = try readStats() catch {
+      lazy val allStats: Array[ColumnSlice.Stats] = try readStats()
+      catch {
         case e: Exception =>
           damage.set(s"the index layout's statistics are damaged (${e.getMessage}): DESCRIBE shows them as " +
             "unknown; REFRESH ... FULL rewrites them")

@@ -78,7 +78,8 @@ object PathStore {
       ascii(i) = a
       i += 1
     }
-    new PathStore(prefix, if (bytes.length == offsets(n)) bytes else java.util.Arrays.copyOf(bytes, offsets(n)), offsets,
+    new PathStore(prefix, if (bytes.length == offsets(n)) bytes else java.util.Arrays.copyOf(bytes, offsets(n)),
+      offsets,
       ascii)
   }
 

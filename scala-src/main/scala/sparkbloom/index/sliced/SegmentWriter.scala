@@ -27,7 +27,8 @@ final case class SummaryFilter(segment: String, column: String, columnOrdinal: I
  */
 object SummaryWriter {
   def write(fs: FileSystem, indexDir: Path, dataDirName: String, filters: Seq[SummaryFilter]): Seq[SummaryLink] =
-    filters.groupBy(f => (f.column, f.columnOrdinal, f.bitset.length / 32)).toSeq.sortBy(g => (g._1._2, g._1._3)).flatMap {
+    filters.groupBy(f => (f.column, f.columnOrdinal, f.bitset.length / 32)).toSeq.sortBy(g =>
+      (g._1._2, g._1._3)).flatMap {
       case ((column, ordinal, blocks), fs0) =>
         val sorted = fs0.sortBy(_.segment)
         val file = s"$dataDirName/summary-c$ordinal-b$blocks.sum"
@@ -78,8 +79,9 @@ final class SegmentWriter(fs: FileSystem, indexDir: Path, dataDirName: String, p
     // would then lose their summary.
     val key = (column, blocks, hashes != null && summaryFpp.isDefined)
     open.get(key).filter(b =>
-      b.filters.nonEmpty && ((b.filters.size + 1L) * bitset.length > maxBytes || b.filters.size >= maxSlots ||
-        (b.hashes != null && b.nHashes + n > SegmentWriter.MaxSummaryValues))).foreach { full =>
+      b.filters.nonEmpty &&
+        ((b.filters.size + 1L) * bitset.length > maxBytes || b.filters.size >= maxSlots ||
+          (b.hashes != null && b.nHashes + n > SegmentWriter.MaxSummaryValues))).foreach { full =>
       flush(full); open.remove(key)
     }
     val buf = open.getOrElseUpdate(key, {
@@ -108,7 +110,7 @@ final class SegmentWriter(fs: FileSystem, indexDir: Path, dataDirName: String, p
     SegmentWriter.write(fs, new Path(indexDir, b.file), SegmentWriter.blockMajor(b.filters.toSeq, b.blocks))
     written += Segment(b.file, b.column, b.blocks, b.filters.size)
     for (f <- summaryFpp if b.hashes != null && b.nHashes > 0; p = f(b.column, b.nHashes.toLong, b.leafFalse)
-         if p < 1) {
+      if p < 1) {
       val summary = Sbbf.empty(Sizing.indexBytes(b.nHashes.toLong, p), Kernel.scalar)
       var i = 0
       while (i < b.nHashes) { summary.insert(Summaries.rehash(b.hashes(i))); i += 1 }

@@ -28,6 +28,8 @@ def test_bloomFilterIndex_creates_an_index_that_describe_reports(spark: SparkSes
     assert d["fpp"] == 0.02
     assert (d["files_in_table"], d["files_covered"], d["files_not_covered"], d["files_deleted"]) == (4, 4, 0, 0)
     assert d["row_groups_covered"] >= 4 and d["size_in_bytes"] > 0 and d["problems"] == []
+    # an explicit fpp keeps one level: no segment summaries (docs/hierarchy.md)
+    assert "0 summary segments (layout format 2)" in d["layout"] and "explicit fpp" in d["layout"], d["layout"]
     assert d["table_ref"] == index.table
 
 
@@ -42,6 +44,9 @@ def test_by_default_the_index_is_sized_by_a_false_read_budget_for_the_whole_tabl
         assert c["sizing"] == "false_reads_per_key=0.1"
         assert 0 < c["expected_false_reads_per_key"] <= 0.1
         assert c["distinct_values"] == 4000 and c["bytes_per_value"] > 1
+    # every segment built from the values has a summary above it (docs/hierarchy.md)
+    segments = int(d["layout"].split(" segments")[0])
+    assert d["layout"].startswith(f"{segments} segments, {segments} of them under "), d["layout"]
 
 
 def test_false_reads_per_key_and_fpp_are_keywords_and_exclude_each_other(spark: SparkSession, table: str) -> None:

@@ -33,11 +33,17 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--native-filters", choices=["on", "off"], default="on",
+                    help="spark.sparkbloom.maintainOnWrite.nativeFilters: parquet-java writes the indexed columns' "
+                         "bloom filters and the index harvests them (on), or the index reads the new files' columns")
     args = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="sparkbloom-write-")
     spark: SparkSession = sparkbloom.session.local_session("write maintenance", warehouse_dir=os.path.join(tmp, "wh"),
-                                                          conf={"spark.log.level": "WARN"})
+                                                          conf={"spark.log.level": "WARN",
+                                                                "spark.sparkbloom.maintainOnWrite.enabled": "true",
+                                                                "spark.sparkbloom.maintainOnWrite.nativeFilters":
+                                                                    str(args.native_filters == "on").lower()})
     plain, indexed = os.path.join(tmp, "plain"), os.path.join(tmp, "indexed")
 
     def batch(start: int):
@@ -71,6 +77,7 @@ def main() -> int:
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f} at the end",
         "rows_per_append": args.rows, "files_per_append": args.files, "rounds": args.rounds,
+        "native_filters": args.native_filters,
         "plain_s": times["plain"], "indexed_s": times["indexed"],
         "median_plain_s": med["plain"], "median_indexed_s": med["indexed"],
         "ratio": med["indexed"] / med["plain"],

@@ -77,6 +77,8 @@ object BloomConf {
    */
   val MaintainOnWrite = "spark.sparkbloom.maintainOnWrite.enabled"
   def maintainOnWrite(s: SparkSession): Boolean = s.conf.get(MaintainOnWrite, "false").toBoolean
+  val MaintainWithNativeFilters = "spark.sparkbloom.maintainOnWrite.nativeFilters"
+  def maintainWithNativeFilters(s: SparkSession): Boolean = s.conf.get(MaintainWithNativeFilters, "true").toBoolean
 
   def enabled(s: SparkSession): Boolean = s.conf.get(Enabled, "true").toBoolean
   def indexRoot(s: SparkSession): Option[String] = Option(s.conf.get(IndexRoot, null)).filter(_.nonEmpty)

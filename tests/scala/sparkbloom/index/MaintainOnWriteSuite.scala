@@ -107,6 +107,54 @@ class MaintainOnWriteSuite extends SparkSessionSuite {
     lookup(spark.read.parquet(dir), 1050, files = 1)
   }
 
+  /** Per new file, the columns whose chunks carry a Parquet bloom filter (written by parquet-java). */
+  private def nativeFilterColumns(dir: String, newerThan: Set[String]): Seq[Set[String]] = {
+    import scala.jdk.CollectionConverters._
+    val conf = spark.sessionState.newHadoopConf()
+    new java.io.File(dir).listFiles().toSeq.map(_.getPath).filter(p => p.endsWith(".parquet") && !newerThan(p)).map {
+      p =>
+        val r = org.apache.parquet.hadoop.ParquetFileReader.open(
+          org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(new org.apache.hadoop.fs.Path(p), conf))
+        try r.getFooter.getBlocks.asScala.flatMap(_.getColumns.asScala)
+            .filter(_.getBloomFilterOffset >= 0).map(_.getPath.toDotString).toSet
+        finally r.close()
+    }
+  }
+
+  test("the write's files carry parquet-java's bloom filters on the indexed columns, which the index harvests " +
+    "instead of reading the columns again; spark.sparkbloom.maintainOnWrite.nativeFilters=false writes none") {
+    val dir = tempDir("mow") + "/t"
+    rows(0, 400, 4).write.parquet(dir)
+    indexed(dir)
+    def files: Set[String] = new java.io.File(dir).listFiles().map(_.getPath).toSet
+    val before = describe(TableRef.Path(dir))
+    val old = files
+    rows(1000, 1300, 3).write.mode("append").parquet(dir)
+    assert(nativeFilterColumns(dir, old) == Seq.fill(3)(Set("id", "s")), "id and s, not p")
+    val after = describe(TableRef.Path(dir))
+    assert(after.filesNotCovered == 0, after)
+    assert(after.filtersHarvested == before.filtersHarvested + 3 * 2 && after.filtersScanned == before.filtersScanned,
+      s"$before -> $after")
+    lookup(spark.read.parquet(dir), 1150, files = 1)
+    lookup(spark.read.parquet(dir), 150, files = 1)
+    val absent = compare(spark.read.parquet(dir).where(col("id") === 999999L))
+    assert(absent.on.isEmpty && absent.off.isEmpty && absent.kept <= 1, absent.skipping)
+    // off: the files are written as without sparkbloom, and the refresh reads their columns
+    val old2 = files
+    withSQLConf(BloomConf.MaintainWithNativeFilters -> "false") {
+      rows(2000, 2200, 2).write.mode("append").parquet(dir)
+    }
+    assert(nativeFilterColumns(dir, old2) == Seq.fill(2)(Set.empty[String]))
+    val off = describe(TableRef.Path(dir))
+    assert(off.filesNotCovered == 0 && off.filtersScanned == after.filtersScanned + 2 * 2, off)
+    lookup(spark.read.parquet(dir), 2100, files = 1)
+    // a user's own bloom filter settings for the write are kept
+    val old3 = files
+    rows(3000, 3100, 1).write.option("parquet.bloom.filter.enabled#id", "false").mode("append").parquet(dir)
+    assert(nativeFilterColumns(dir, old3) == Seq(Set("s")))
+    lookup(spark.read.parquet(dir), 3050, files = 1)
+  }
+
   test("a table with no index is written as before, and a write that is not Parquet is left alone") {
     val dir = tempDir("mow") + "/t"
     rows(0, 100, 2).write.parquet(dir)

@@ -77,7 +77,7 @@ object IndexBuilder {
         (this.cols, this.harvest, this.conf, this.acc, this.skipped, this.fastPaths)
       val dir = indexDir.toString
       val dataDirName = this.dataDirName
-      val rdd = sc.parallelize(files, slices).mapPartitionsWithIndex { (partition, it) =>
+      val task = (partition: Int, it: Iterator[DataFile]) => {
         val writer = new SegmentWriter(new Path(dir).getFileSystem(conf.value), new Path(dir), dataDirName,
           partitionOffset + partition, summaryFpp = Option(sizer).map(s => s.summaryFpp _))
         val counts = new Array[Long](counted.length)
@@ -90,11 +90,22 @@ object IndexBuilder {
           }
         }.map(b => entryMeta(b, writer, cols)).toArray
         val written = writer.close().toArray
-        Iterator.single((entries, written, deferred.toArray, counts, writer.summaries.toArray))
+        (entries, written, deferred.toArray, counts, writer.summaries.toArray)
       }
+      // A few files of which this job reads only footers and native filters (scans wait for the next job): read
+      // on the driver, without scheduling a Spark job (a write's own files, maintenance on write).
+      val local = deferScans && files.size <= IndexBuilder.LocalMaxFiles
       sc.setJobDescription(s"sparkbloom: index ${files.size} files")
-      val out = try rdd.collect()
-      catch {
+      val out = try {
+        if (local) {
+          import scala.concurrent.{Await, Future}
+          import scala.concurrent.duration.Duration
+          implicit val ec: scala.concurrent.ExecutionContext = IndexBuilder.localPool
+          val groups = files.grouped(math.max(1, (files.size + 1) / 2)).toSeq
+          Await.result(Future.sequence(groups.zipWithIndex.map { case (g, i) => Future(task(i, g.iterator)) }),
+            Duration.Inf).toArray
+        } else sc.parallelize(files, slices).mapPartitionsWithIndex((p, it) => Iterator.single(task(p, it))).collect()
+      } catch {
         case e: Exception if rootMessage(e).exists(_.contains(EncryptedPrefix)) =>
           throw new BloomIndexException(
             rootMessage(e).get.substring(rootMessage(e).get.indexOf(EncryptedPrefix) + EncryptedPrefix.length))
@@ -111,6 +122,15 @@ object IndexBuilder {
         acc("scanned").value, acc("bytes").value, skipped.value.asScala.toSeq, entries.toSeq, segments.toSeq,
         links)
     }
+  }
+
+  /** Files a harvest-only job reads on the driver instead of in a Spark job (their footers and native filters). */
+  val LocalMaxFiles = 16
+
+  private lazy val localPool: scala.concurrent.ExecutionContext = {
+    val n = new java.util.concurrent.atomic.AtomicInteger()
+    scala.concurrent.ExecutionContext.fromExecutorService(java.util.concurrent.Executors.newFixedThreadPool(2,
+      (r: Runnable) => { val t = new Thread(r, s"sparkbloom-harvest-${n.incrementAndGet()}"); t.setDaemon(true); t }))
   }
 
   /**

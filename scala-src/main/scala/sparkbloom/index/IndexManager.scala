@@ -75,6 +75,12 @@ object IndexManager {
   }
 
   def refresh(spark: SparkSession, t: ResolvedTable, name: String, full: Boolean): IndexDescription = {
+    update(spark, t, name, full)
+    describe(spark, t, name)
+  }
+
+  /** [[refresh]] without describing the new version (maintenance on write, which does not show it). */
+  def update(spark: SparkSession, t: ResolvedTable, name: String, full: Boolean): Unit = {
     val dir = indexDir(spark, t, name)
     val fs = dir.getFileSystem(spark.sessionState.newHadoopConf())
     val meta = IndexStore.latestMeta(fs, dir)._1.getOrElse(
@@ -89,7 +95,6 @@ object IndexManager {
       if (loaded.problems.nonEmpty || loaded.memorySegments.nonEmpty) None else Some(loaded)
     }
     buildVersion(spark, t, dir, name, cols, meta.options, meta.version + 1, files, previous)
-    describe(spark, t, name)
   }
 
   def list(spark: SparkSession, t: ResolvedTable): Seq[IndexDescription] = {

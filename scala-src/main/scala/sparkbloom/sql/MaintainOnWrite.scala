@@ -15,7 +15,7 @@ import org.apache.spark.sql.execution.metric.SQLMetric
 
 import sparkbloom.BloomConf
 import sparkbloom.api.BloomIndexes
-import sparkbloom.index.{IndexDescription, IndexStore, TableRef}
+import sparkbloom.index.{IndexDescription, IndexManager, IndexStore, TableRef}
 import sparkbloom.shims.DelegatingWriteCommand
 
 /**
@@ -55,7 +55,7 @@ object MaintainOnWrite extends Logging {
     override def preColumnarTransitions: Rule[SparkPlan] = (plan: SparkPlan) =>
       plan match {
         case w @ DataWritingCommandExec(cmd: InsertIntoHadoopFsRelationCommand, _) if applies(session, cmd) =>
-          w.copy(cmd = IndexMaintainingWrite(cmd))
+          w.copy(cmd = IndexMaintainingWrite(withNativeFilters(session, cmd)))
         case other => other
       }
   }
@@ -65,6 +65,59 @@ object MaintainOnWrite extends Logging {
     try BloomConf.maintainOnWrite(session) && cmd.fileFormat.isInstanceOf[ParquetFileFormat] &&
         indexNames(session, cmd.outputPath).nonEmpty
     catch { case NonFatal(_) => false }
+
+  /**
+   * The write with parquet-java writing a bloom filter for each indexed column into every row group it writes
+   * (`spark.sparkbloom.maintainOnWrite.nativeFilters`, on by default): the refresh after the write then takes them by
+   * a harvest (footers and filter pages) instead of reading the new files' columns again. Each filter is sized for
+   * the rows of the table's row groups so far (their 90th percentile, +10%; `parquet.bloom.filter.expected.ndv`,
+   * capped by `parquet.bloom.filter.max.bytes`), or, for an index over no rows yet, for the row group's actual
+   * distinct count (`parquet.bloom.filter.adaptive.enabled`: five candidate filters, costlier), at the FPP the
+   * index's budget gives a row group of a table twice its size now (or the index's explicit `fpp`). A row group with
+   * more distinct values gets a fuller filter, whose FPP the harvest measures from its bits. Options the user set
+   * for the write, or in the session, are kept. Never throws (the write unchanged, on any error).
+   */
+  def withNativeFilters(session: SparkSession, cmd: InsertIntoHadoopFsRelationCommand)
+      : InsertIntoHadoopFsRelationCommand =
+    try {
+      if (!BloomConf.maintainWithNativeFilters(session)) cmd
+      else {
+        val hadoop = session.sessionState.newHadoopConfWithOptions(cmd.options)
+        val dir = IndexStore.indexesDir(cmd.outputPath, BloomConf.indexRoot(session))
+        val fs = dir.getFileSystem(hadoop)
+        val metas = indexNames(session, cmd.outputPath).flatMap(n => IndexStore.latestMeta(fs, new Path(dir, n))._1)
+        // Row groups are sized for the distinct count of the table's row groups so far (the 90th percentile of their
+        // rows: exact for unique keys), which parquet-java cannot learn until a row group is written.
+        val rowsPerRowGroup = metas.headOption.map { m =>
+          val rows = IndexStore.load(fs, hadoop, new Path(dir, m.name), m).layout.rgRows.filter(_ > 0).sorted
+          if (rows.isEmpty) 0L else rows(math.min(rows.length - 1, (rows.length * 0.9).toInt))
+        }.getOrElse(0L)
+        val output = cmd.query.output.map(_.name)
+        val opts = for {
+          m <- metas; c <- m.columns
+          col <- output.find(_.equalsIgnoreCase(c.fileName.getOrElse(c.name))).toSeq
+        } yield {
+          val fpp = c.fpp.orElse(m.fpp).getOrElse {
+            val budget = c.falseReadsPerKey.orElse(m.falseReadsPerKey).getOrElse(BloomConf.DefaultFalseReadsPerKey)
+            budget / math.max(1000L, 2L * m.rowGroups)
+          }
+          col -> math.min(0.1, math.max(fpp, 1e-5))
+        }
+        // the strongest FPP any index asks of a column
+        val perColumn = opts.groupBy(_._1).map { case (col, fs) => col -> fs.map(_._2).min }
+        val set = perColumn.toSeq.flatMap { case (col, fpp) =>
+          Seq(s"parquet.bloom.filter.enabled#$col" -> "true", s"parquet.bloom.filter.fpp#$col" -> fpp.toString) ++
+            (if (rowsPerRowGroup > 0)
+               Seq(s"parquet.bloom.filter.expected.ndv#$col" -> math.max(1000L, rowsPerRowGroup * 11 / 10).toString)
+             else Nil)
+        } ++ (if (rowsPerRowGroup > 0) Nil else Seq("parquet.bloom.filter.adaptive.enabled" -> "true"))
+        val added = set.filter { case (k, _) => hadoop.get(k) == null && !cmd.options.contains(k) }
+        if (perColumn.isEmpty) cmd else cmd.copy(options = cmd.options ++ added)
+      }
+    } catch {
+      case NonFatal(e) =>
+        logWarning(s"sparkbloom: writing ${cmd.outputPath} without native bloom filters", e); cmd
+    }
 
   /** The indexes stored under the table at `root` (only their directories: no table listing). */
   private def indexNames(session: SparkSession, root: Path): Seq[String] = {
@@ -100,7 +153,8 @@ object MaintainOnWrite extends Logging {
             s"sparkbloom: the write into $table committed, but bloom index $name could not take its new " +
               "files (they are read by every lookup until the next write or REFRESH BLOOM INDEX)", e)
       }
-    names.foreach(name => attempt(name)(BloomIndexes.refresh(session, table, name, full = false)))
+    lazy val resolved = BloomIndexes.resolve(session, table, refresh = true)
+    names.foreach(name => attempt(name)(IndexManager.update(session, resolved, name, full = false)))
     before.filterNot(d => names.exists(_.equalsIgnoreCase(d.name))).foreach { d =>
       val options = Seq(d.fpp.map("fpp" -> _.toString), d.ndv.map("ndv" -> _.toString),
         d.falseReadsPerKey.map(BloomIndexes.FalseReadsPerKeyKey -> _.toString)).flatten.toMap

@@ -77,6 +77,8 @@ object BloomConf {
    */
   val MaintainOnWrite = "spark.sparkbloom.maintainOnWrite.enabled"
   def maintainOnWrite(s: SparkSession): Boolean = s.conf.get(MaintainOnWrite, "false").toBoolean
+  val MaintainInTask = "spark.sparkbloom.maintainOnWrite.inTask"
+  def maintainInTask(s: SparkSession): Boolean = s.conf.get(MaintainInTask, "true").toBoolean
   val MaintainWithNativeFilters = "spark.sparkbloom.maintainOnWrite.nativeFilters"
   def maintainWithNativeFilters(s: SparkSession): Boolean = s.conf.get(MaintainWithNativeFilters, "true").toBoolean
 

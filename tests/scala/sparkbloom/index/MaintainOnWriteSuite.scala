@@ -123,6 +123,12 @@ class MaintainOnWriteSuite extends SparkSessionSuite {
 
   test("the write's files carry parquet-java's bloom filters on the indexed columns, which the index harvests " +
     "instead of reading the columns again; spark.sparkbloom.maintainOnWrite.nativeFilters=false writes none") {
+    spark.conf.set(BloomConf.MaintainInTask, "false")
+    try nativeFiltersTest()
+    finally spark.conf.unset(BloomConf.MaintainInTask)
+  }
+
+  private def nativeFiltersTest(): Unit = {
     val dir = tempDir("mow") + "/t"
     rows(0, 400, 4).write.parquet(dir)
     indexed(dir)
@@ -153,6 +159,104 @@ class MaintainOnWriteSuite extends SparkSessionSuite {
     rows(3000, 3100, 1).write.option("parquet.bloom.filter.enabled#id", "false").mode("append").parquet(dir)
     assert(nativeFilterColumns(dir, old3) == Seq(Set("s")))
     lookup(spark.read.parquet(dir), 3050, files = 1)
+  }
+
+  private def loaded(dir: String, name: String): IndexVersion = {
+    val conf = spark.sessionState.newHadoopConf()
+    val idx = IndexManager.indexDir(spark, BloomIndexes.resolve(spark, TableRef.Path(dir)), name)
+    val fs = idx.getFileSystem(conf)
+    IndexStore.load(fs, conf, idx, IndexStore.latestMeta(fs, idx)._1.get)
+  }
+
+  /** The bitset of (column, row group), read back from its block-major segment; null without a filter. */
+  private def filterBytes(v: IndexVersion, column: String, rg: Int): Array[Byte] = {
+    val c = v.layout.column(column).get
+    if (c.segment(rg) < 0) return null
+    val seg = v.layout.segments(c.segment(rg))
+    val file = java.nio.file.Files.readAllBytes(java.nio.file.Paths.get(new org.apache.hadoop.fs.Path(v.dir, seg.file)
+        .toUri))
+    val out = new Array[Byte](seg.blocks * 32)
+    for (b <- 0 until seg.blocks) System.arraycopy(file, (b * seg.runStride + c.slot(rg) * 32).toInt, out, b * 32, 32)
+    out
+  }
+
+  /** Column chunks this JVM has read to index them (local mode: the tasks' too). */
+  private def chunksRead: Long = {
+    import sparkbloom.parquet.ChunkHasher.Counters
+    Counters.reader.get + Counters.dictionary.get + Counters.plain.get
+  }
+
+  /** Rows of every type the write tasks hash, with nulls (every 7th id, every 5th binary). */
+  private def typed(from: Long, until: Long, files: Int): DataFrame =
+    spark.range(from, until, 1, files).select(when(col("id") % 7 =!= 0, col("id")).as("id"),
+      concat(lit("k"), col("id")).as("s"), (col("id") * 3).cast("int").as("i"),
+      (col("id") % 1000).cast("smallint").as("sh"), (col("id") % 100).cast("tinyint").as("b"),
+      when(col("id") % 5 =!= 0, concat(lit("b"), col("id")).cast("binary")).as("bin"), (col("id") % 3).as("p"))
+
+  test("an append is indexed by its own write tasks: the filters a build makes, bit for bit, for every type the " +
+    "tasks hash, with nulls and several row groups per file, partitioned or not; no file is read again") {
+    val cols = Seq("id", "s", "i", "sh", "b", "bin")
+    for (partitioned <- Seq(false, true)) {
+      val dir = tempDir("mow") + "/t"
+      def write(df: DataFrame, mode: String): Unit =
+        (if (partitioned) df.write.partitionBy("p") else df.write).option("parquet.block.size", "8192").mode(mode)
+          .parquet(dir)
+      write(typed(0, 3000, 3), "overwrite")
+      BloomIndexes.create(spark, TableRef.Path(dir), "ix", cols.map(ColumnSpec(_)), Map("fpp" -> "0.01"),
+        ifNotExists = false)
+      val before = describe(TableRef.Path(dir))
+      val read = chunksRead
+      write(typed(10000, 16000, 3), "append")
+      assert(chunksRead == read, "no column chunk was read after the write")
+      val after = describe(TableRef.Path(dir))
+      assert(after.filesNotCovered == 0 && after.version == before.version + 1, after)
+      assert(after.filtersHarvested == before.filtersHarvested, "nothing harvested: the files carry no filters")
+      val grown = loaded(dir, "ix").layout
+      assert(grown.numRowGroups > grown.numFiles, "several row groups per file")
+      // A build over the same files with the same sizing makes the same filters.
+      BloomIndexes.create(spark, TableRef.Path(dir), "ref", cols.map(ColumnSpec(_)), Map("fpp" -> "0.01"),
+        ifNotExists = false)
+      val (x, y) = (loaded(dir, "ix"), loaded(dir, "ref"))
+      assert(x.layout.paths.toSeq == y.layout.paths.toSeq)
+      for (c <- cols; rg <- 0 until x.layout.numRowGroups) {
+        val (cx, cy) = (x.layout.column(c).get, y.layout.column(c).get)
+        val what = s"$c, row group $rg"
+        assert(cx.nonNull(rg) == cy.nonNull(rg) && cx.ndv(rg) == cy.ndv(rg) && cx.flags(rg) == cy.flags(rg), what)
+        assert(cx.fpp(rg) == cy.fpp(rg) && cx.source(rg) == cy.source(rg), what)
+        assert(cx.encodings(cx.encoding(rg)) == cy.encodings(cy.encoding(rg)), what)
+        assert(java.util.Arrays.equals(filterBytes(x, c, rg), filterBytes(y, c, rg)), s"$what: filter bytes differ")
+      }
+      val t = spark.read.parquet(dir)
+      for (pred <- Seq(col("id") === 12345L, col("s") === "k12345", col("i") === 12345 * 3, col("sh") === 345,
+          col("b") === 45, col("bin") === lit("b12346").cast("binary"), col("id") === 12348L, col("id") === 99999999L,
+          col("s") === "absent")) {
+        val o = compare(t.where(pred))
+        assert(o.on == o.off, s"$pred: ${o.skipping}")
+      }
+    }
+  }
+
+  test("an append under the table budget gets summaries for its segments, sized for the table twice its size") {
+    val dir = tempDir("mow") + "/t"
+    rows(0, 4000, 4).write.parquet(dir)
+    indexed(dir)
+    val read = chunksRead
+    rows(10000, 13000, 3).write.mode("append").parquet(dir)
+    assert(chunksRead == read, "no column chunk was read after the write")
+    val v = loaded(dir, "ix")
+    assert(describe(TableRef.Path(dir)).filesNotCovered == 0)
+    val newFiles = v.layout.paths.indices.filter(i => v.layout.sizes(i) > 0 && !v.meta.dataDir.isEmpty)
+    val c = v.layout.column("id").get
+    val segmentsOfNew = v.layout.segments.indices.filter(s => v.layout.segments(s).file.startsWith(v.meta.dataDir))
+    assert(segmentsOfNew.nonEmpty && newFiles.nonEmpty)
+    assert(segmentsOfNew.forall(s => v.layout.summaries.summaryOf(s) >= 0), "every new segment has a summary")
+    lookup(spark.read.parquet(dir), 11500, files = 1)
+    lookup(spark.read.parquet(dir), 1500, files = 1)
+    // The write's row groups get the budget share of a table of twice the values (8,000 ids: the floor, 10^6).
+    val rg = (0 until v.layout.numRowGroups).find(r =>
+      v.layout.rgRows(r) == 1000 && c.segment(r) >= 0 &&
+        v.layout.segments(c.segment(r)).file.startsWith(v.meta.dataDir)).get
+    assert(c.fpp(rg) <= 2 * 0.1 * 1000 / IndexManager.WriteProjectionFloor, c.fpp(rg))
   }
 
   test("a table with no index is written as before, and a write that is not Parquet is left alone") {

@@ -137,7 +137,8 @@ object IndexBuilder {
    * An entry row (IndexData.schema) as the driver needs it; its filter goes to the task's segments.
    * `observedFpp`: the filter's, computed where it was built (`Sbbf.fromBytes(bytes).observedFpp`).
    */
-  private def entryMeta(b: FileIndexer.Built, writer: SegmentWriter, cols: Array[IndexedColumn]): EntryMeta = {
+  private[index] def entryMeta(b: FileIndexer.Built, writer: SegmentWriter, cols: Array[IndexedColumn])
+      : EntryMeta = {
     val r = b.row; val observedFpp = b.fpp
     val column = r.getString(8)
     val bytes = r.getAs[Array[Byte]](17)

@@ -7,7 +7,9 @@ import org.apache.spark.sql.SparkSession
 import org.slf4j.LoggerFactory
 
 import sparkbloom.BloomConf
-import sparkbloom.index.sliced.{ColumnSlice, IndexCache, Layout, LayoutAssembler}
+import sparkbloom.index.sliced.{
+  ColumnSlice, EntryMeta, IndexCache, Layout, LayoutAssembler, Segment, SummaryFilter, SummaryWriter
+}
 
 /**
  * The indexes of a resolved table: create, refresh, drop, describe. Front ends reach it through the facade
@@ -97,6 +99,82 @@ object IndexManager {
     buildVersion(spark, t, dir, name, cols, meta.options, meta.version + 1, files, previous)
   }
 
+  /**
+   * What a write task needs to index the files of a write into index `name` at `dir` (maintenance on write): the
+   * index's columns, a data directory for the next version, and a sizer for the table as the write will leave it,
+   * its values counted twice over (so that appends do not outgrow the budget before the next compaction).
+   * None when the index cannot take a write's entries directly (a format-1 or damaged version: refresh instead).
+   */
+  def writePlan(spark: SparkSession, dir: Path): Option[WriteIndexer.Plan] = {
+    val conf = spark.sessionState.newHadoopConf()
+    val fs = dir.getFileSystem(conf)
+    val meta = IndexStore.latestMeta(fs, dir)._1.getOrElse(return None)
+    if (meta.formatVersion.getOrElse(1) < 2 || fs.exists(new Path(dir, NeedsRefresh))) return None
+    val loaded = IndexStore.load(fs, conf, dir, meta)
+    if (loaded.problems.nonEmpty || loaded.memorySegments.nonEmpty) return None
+    val l = loaded.layout
+    val values = meta.columns.map { c =>
+      val n = l.column(c.name).map { s =>
+        var sum = 0L; var rg = 0
+        while (rg < l.numRowGroups) { sum += (if (s.nonNull(rg) >= 0) s.nonNull(rg) else l.rgRows(rg)); rg += 1 }
+        sum
+      }.getOrElse(0L)
+      c.name -> math.max(2 * n, WriteProjectionFloor)
+    }.toMap
+    val sizer = FilterSizer(meta.columns.map(c => c.name -> c.policy).toMap, values, BloomConf.maxBitsPerValue(spark))
+    Some(WriteIndexer.Plan(dir.toString, newDataDir(meta.version + 1), meta.columns.toArray, sizer))
+  }
+
+  /**
+   * Marks an index that missed a write's files (its update failed after the write committed): the next maintained
+   * write refreshes it from the table's listing rather than adding only its own files. Never throws.
+   */
+  def markNeedsRefresh(spark: SparkSession, dir: Path): Unit =
+    try {
+      val fs = dir.getFileSystem(spark.sessionState.newHadoopConf())
+      fs.create(new Path(dir, NeedsRefresh), true).close()
+    } catch { case NonFatal(e) => log.warn(s"could not mark $dir as needing a refresh: ${e.getMessage}") }
+
+  private val NeedsRefresh = "_needs_refresh"
+
+  /** The values a write into an index over fewer values is sized for (its row groups' share of the budget). */
+  val WriteProjectionFloor = 1000000L
+
+  /**
+   * Commits the entries a write's tasks built (their segments already in `dataDirName`) on top of the newest
+   * version: its files as they were, plus the written ones. Retried on top of a version another writer committed
+   * meanwhile. Throws when it cannot commit; the written segments are then left for the next clean-up.
+   */
+  def commitWritten(spark: SparkSession, dir: Path, dataDirName: String, entries: Seq[EntryMeta],
+                    segments: Seq[Segment], summaries: Seq[SummaryFilter]): Unit = {
+    val conf = spark.sessionState.newHadoopConf()
+    val fs = dir.getFileSystem(conf)
+    fs.mkdirs(new Path(dir, dataDirName))
+    val links = SummaryWriter.write(fs, dir, dataDirName, summaries)
+    val written = entries.map(_.path).toSet
+    var attempt = 0
+    while (true) {
+      val meta = IndexStore.latestMeta(fs, dir)._1.getOrElse(
+        throw new BloomIndexException(s"bloom index ${dir.getName} no longer exists"))
+      val previous = IndexStore.load(fs, conf, dir, meta)
+      if (previous.problems.nonEmpty || previous.memorySegments.nonEmpty)
+        throw new BloomIndexException(s"bloom index ${meta.name} needs a refresh: ${previous.problems.mkString("; ")}")
+      val keep = previous.layout.paths.iterator.filterNot(written.contains).toSet
+      val layout = LayoutAssembler.assemble(meta.columns.map(_.name), Some((previous.layout, keep)), entries, segments,
+        links)
+      try {
+        commitLayout(spark, fs, dir, meta.copy(version = meta.version + 1), layout, dataDirName, keepOnFailure = true)
+        cleanOldVersions(fs, dir, keep = Set(dataDirName, meta.dataDir) ++ meta.referencedDirs.getOrElse(Nil))
+        return
+      } catch {
+        case e: ConcurrentIndexUpdateException =>
+          attempt += 1
+          if (attempt >= 5) throw e
+          fs.delete(new Path(new Path(dir, dataDirName), IndexStore.LayoutFile), false)
+      }
+    }
+  }
+
   def list(spark: SparkSession, t: ResolvedTable): Seq[IndexDescription] = {
     val base = IndexStore.indexesDir(t.root, BloomConf.indexRoot(spark))
     val fs = base.getFileSystem(spark.sessionState.newHadoopConf())
@@ -169,6 +247,9 @@ object IndexManager {
         0, 0, 0, 0, 0, 0, opts.falseReadsPerKey, if (opts.fppPerFile) Some(IndexedColumn.FileScope) else None,
         tableSnapshot = listing.snapshot)
       commitLayout(spark, fs, dir, meta, layout, dataDirName)
+      // this version covers the listing it was built from
+      try fs.delete(new Path(dir, NeedsRefresh), false)
+      catch { case NonFatal(_) => }
       cleanOldVersions(fs, dir,
         keep = Set(dataDirName) ++ previous.toSeq.flatMap(p => p.meta.referencedDirs.getOrElse(Nil) :+ p.meta.dataDir))
     } catch {
@@ -184,7 +265,7 @@ object IndexManager {
    * computed from the layout (carried row groups included).
    */
   private def commitLayout(spark: SparkSession, fs: FileSystem, dir: Path, meta: IndexMeta, layout: Layout,
-                           dataDirName: String): Unit = {
+                           dataDirName: String, keepOnFailure: Boolean = false): Unit = {
     val maxBpv = BloomConf.maxBitsPerValue(spark)
     fs.mkdirs(new Path(dir, dataDirName))
     try {
@@ -200,7 +281,7 @@ object IndexManager {
           maxBitsPerValue = Some(maxBpv), columnStats = Some(stats), formatVersion = Some(2),
           referencedDirs = Some(referenced)))
     } catch {
-      case NonFatal(e) =>
+      case NonFatal(e) if !keepOnFailure =>
         try fs.delete(new Path(dir, dataDirName), true)
         catch { case NonFatal(_) => };
         throw e

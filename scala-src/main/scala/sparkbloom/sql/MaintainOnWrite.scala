@@ -12,10 +12,11 @@ import org.apache.spark.sql.execution.command.DataWritingCommandExec
 import org.apache.spark.sql.execution.datasources.InsertIntoHadoopFsRelationCommand
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.execution.metric.SQLMetric
+import org.apache.spark.util.CollectionAccumulator
 
 import sparkbloom.BloomConf
 import sparkbloom.api.BloomIndexes
-import sparkbloom.index.{IndexDescription, IndexManager, IndexStore, TableRef}
+import sparkbloom.index.{IndexDescription, IndexManager, IndexStore, TableRef, WriteIndexer}
 import sparkbloom.shims.DelegatingWriteCommand
 
 /**
@@ -31,7 +32,9 @@ import sparkbloom.shims.DelegatingWriteCommand
  * overwrite that deletes the table's directory, its indexes with it, gets them made again, with the same columns and
  * options, over the files it wrote.
  */
-final case class IndexMaintainingWrite(inner: InsertIntoHadoopFsRelationCommand) extends DelegatingWriteCommand {
+final case class IndexMaintainingWrite(inner: InsertIntoHadoopFsRelationCommand,
+                                       byTasks: Option[MaintainOnWrite.IndexedByTasks] = None)
+  extends DelegatingWriteCommand {
   override def query: LogicalPlan = inner.query
   override def outputColumnNames: Seq[String] = inner.outputColumnNames
   override lazy val metrics: Map[String, SQLMetric] = inner.metrics
@@ -42,8 +45,10 @@ final case class IndexMaintainingWrite(inner: InsertIntoHadoopFsRelationCommand)
   override protected def beforeRun(session: SparkSession): Unit =
     definitions = if (inner.mode == SaveMode.Overwrite) MaintainOnWrite.definitions(session, inner) else Nil
 
-  override protected def afterRun(session: SparkSession): Unit =
-    MaintainOnWrite.afterWrite(session, inner, definitions)
+  override protected def afterRun(session: SparkSession): Unit = byTasks match {
+    case Some(b) => MaintainOnWrite.commitIndexedByTasks(session, inner, b)
+    case None => MaintainOnWrite.afterWrite(session, inner, definitions)
+  }
 
   override protected def withNewChildInternal(newChild: LogicalPlan): IndexMaintainingWrite =
     copy(inner = inner.withNewChildren(Seq(newChild)).asInstanceOf[InsertIntoHadoopFsRelationCommand])
@@ -55,7 +60,10 @@ object MaintainOnWrite extends Logging {
     override def preColumnarTransitions: Rule[SparkPlan] = (plan: SparkPlan) =>
       plan match {
         case w @ DataWritingCommandExec(cmd: InsertIntoHadoopFsRelationCommand, _) if applies(session, cmd) =>
-          w.copy(cmd = IndexMaintainingWrite(withNativeFilters(session, cmd)))
+          indexedByTasks(session, cmd) match {
+            case Some((indexing, b)) => w.copy(cmd = IndexMaintainingWrite(indexing, Some(b)))
+            case None => w.copy(cmd = IndexMaintainingWrite(withNativeFilters(session, cmd)))
+          }
         case other => other
       }
   }
@@ -119,6 +127,86 @@ object MaintainOnWrite extends Logging {
         logWarning(s"sparkbloom: writing ${cmd.outputPath} without native bloom filters", e); cmd
     }
 
+  /** A write whose tasks index what they write: each index's plan, and what the tasks report. */
+  final case class IndexedByTasks(plans: Seq[WriteIndexer.Plan], written: CollectionAccumulator[WriteIndexer.Part])
+
+  /**
+   * The write with its tasks indexing the files they write ([[IndexingParquetFileFormat]]), when that can cover
+   * them (`spark.sparkbloom.maintainOnWrite.inTask`, on by default): an append, not into custom partition
+   * locations, every index of the table readable in the current format and every indexed column written as a
+   * type the tasks hash (bigint, int, smallint, tinyint, string, binary), not a partition column. Otherwise None
+   * (the files' own filters are written and harvested after the write, [[withNativeFilters]]). Never throws.
+   */
+  def indexedByTasks(session: SparkSession, cmd: InsertIntoHadoopFsRelationCommand)
+      : Option[(InsertIntoHadoopFsRelationCommand, IndexedByTasks)] =
+    try {
+      if (!BloomConf.maintainInTask(session) || cmd.mode != SaveMode.Append ||
+        // partitions the catalog tracks may have locations of their own
+        cmd.catalogTable.exists(t => t.partitionColumnNames.nonEmpty && t.tracksPartitionsInCatalog) ||
+        !cmd.fileFormat.getClass.equals(classOf[ParquetFileFormat])) return None
+      val dir = IndexStore.indexesDir(cmd.outputPath, BloomConf.indexRoot(session))
+      val plans = indexNames(session, cmd.outputPath).map(n => IndexManager.writePlan(session, new Path(dir, n)))
+      if (plans.isEmpty || plans.exists(_.isEmpty)) return None
+      val partitions = cmd.partitionColumns.map(_.name.toLowerCase(java.util.Locale.ROOT)).toSet
+      val types = cmd.query.output.map(a => a.name.toLowerCase(java.util.Locale.ROOT) -> a.dataType).toMap
+      val covered = plans.flatten.forall(_.columns.forall { c =>
+        val n = c.name.toLowerCase(java.util.Locale.ROOT)
+        c.fileName.isEmpty && c.fieldId.isEmpty && !partitions.contains(n) &&
+        types.get(n).exists(t => WriteIndexer.physicalType(t).isDefined)
+      })
+      if (!covered) return None
+      val written = new CollectionAccumulator[WriteIndexer.Part]()
+      session.sparkContext.register(written, "sparkbloom.written")
+      val b = IndexedByTasks(plans.flatten, written)
+      Some((cmd.copy(fileFormat = new IndexingParquetFileFormat(b.plans, written)), b))
+    } catch {
+      case NonFatal(e) =>
+        logWarning(s"sparkbloom: ${cmd.outputPath} is indexed after its write, not by its tasks", e)
+        None
+    }
+
+  /**
+   * After a write whose tasks indexed it: each index takes the entries its tasks built, their files mapped from
+   * where the tasks wrote them to where the commit put them (the same partition directories and name under the
+   * table), on top of its newest version. An index whose tasks did not report every file the write made, or whose
+   * commit fails, gets the incremental refresh of [[afterWrite]] instead. Never throws.
+   */
+  def commitIndexedByTasks(session: SparkSession, cmd: InsertIntoHadoopFsRelationCommand, b: IndexedByTasks): Unit = {
+    import scala.jdk.CollectionConverters._
+    val parts = b.written.value.asScala.toSeq
+    val numFiles = cmd.metrics.get("numFiles").map(_.value)
+    val fs = cmd.outputPath.getFileSystem(session.sessionState.newHadoopConfWithOptions(cmd.options))
+    val depth = cmd.partitionColumns.size + 1
+    lazy val finals: Map[String, org.apache.hadoop.fs.FileStatus] = parts.flatMap(_.files).distinct.map { p =>
+      val rel = new Path(p).toUri.getPath.split('/').filter(_.nonEmpty).takeRight(depth).mkString("/")
+      p -> fs.getFileStatus(new Path(cmd.outputPath, rel))
+    }.toMap
+    val fallback = b.plans.filterNot { plan =>
+      val mine = parts.filter(_.indexDir == plan.indexDir)
+      val complete = mine.forall(_.failed.isEmpty) && parts.forall(_.indexDir.nonEmpty) &&
+        numFiles.contains(mine.map(_.files.size).sum.toLong)
+      complete &&
+      (try {
+        val entries = mine.flatMap(_.entries).map { e =>
+          val st = finals(e.path)
+          if (st.getLen != e.size) throw new IllegalStateException(s"${st.getPath} changed after it was written")
+          e.copy(path = st.getPath.toString, mtime = st.getModificationTime)
+        }
+        if (entries.nonEmpty)
+          IndexManager.commitWritten(session, new Path(plan.indexDir), plan.dataDirName, entries,
+            mine.flatMap(_.segments), mine.flatMap(_.summaries))
+        true
+      } catch {
+        case NonFatal(e) =>
+          logWarning(
+            s"sparkbloom: bloom index ${new Path(plan.indexDir).getName} could not take the entries the " +
+              s"write into ${cmd.outputPath} built; refreshing it instead", e)
+          false
+      })
+    }
+    if (fallback.nonEmpty) afterWrite(session, cmd, Nil, only = Some(fallback.map(p => new Path(p.indexDir).getName)))
+  }
+
   /** The indexes stored under the table at `root` (only their directories: no table listing). */
   private def indexNames(session: SparkSession, root: Path): Seq[String] = {
     val dir = IndexStore.indexesDir(root, BloomConf.indexRoot(session))
@@ -141,14 +229,17 @@ object MaintainOnWrite extends Logging {
    * After the write committed: an incremental refresh of each index on the table, and the indexes an overwrite
    * deleted (`before`) made again over the new files. Never throws.
    */
-  def afterWrite(session: SparkSession, cmd: InsertIntoHadoopFsRelationCommand, before: Seq[IndexDescription]): Unit = {
+  def afterWrite(session: SparkSession, cmd: InsertIntoHadoopFsRelationCommand, before: Seq[IndexDescription],
+                 only: Option[Seq[String]] = None): Unit = {
     val table = tableOf(cmd)
-    val names = try indexNames(session, cmd.outputPath)
+    val names = try only.getOrElse(indexNames(session, cmd.outputPath))
     catch { case NonFatal(e) => logWarning(s"sparkbloom: cannot list the bloom indexes of $table", e); Nil }
     def attempt(name: String)(update: => Unit): Unit =
       try update
       catch {
         case NonFatal(e) =>
+          IndexManager.markNeedsRefresh(session,
+            new Path(IndexStore.indexesDir(cmd.outputPath, BloomConf.indexRoot(session)), name))
           logWarning(
             s"sparkbloom: the write into $table committed, but bloom index $name could not take its new " +
               "files (they are read by every lookup until the next write or REFRESH BLOOM INDEX)", e)

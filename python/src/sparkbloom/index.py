@@ -142,6 +142,7 @@ def bloom_filter_index(
     fpp: float | None = None,
     ndv: int | None = None,
     false_reads_per_key: float | None = None,
+    maintain_on_write: bool | None = None,
 ) -> BloomIndex:
     """Creates the bloom index `name` over the table `df` reads, or returns it brought up to date.
 
@@ -163,8 +164,12 @@ def bloom_filter_index(
     probability of every row group (false reads then grow as row groups × fpp); give one or the other. `ndv`
     caps the distinct values a row group's filter is sized for (measured when not given).
 
+    Spark's writes into the table keep the index up to date (``spark.sparkbloom.maintainOnWrite.enabled``, on by
+    default): ``maintain_on_write=False`` opts this index out, and its new files are then read until a refresh.
+
     Also available as the DataFrame method
-    ``df.bloomFilterIndex(*columns, name=None, fpp=None, ndv=None, false_reads_per_key=None)``:
+    ``df.bloomFilterIndex(*columns, name=None, fpp=None, ndv=None, false_reads_per_key=None,
+    maintain_on_write=None)``:
 
     >>> idx = spark.read.parquet("/data/events").bloomFilterIndex("user_id", "session", false_reads_per_key=0.05)
     >>> idx.columns
@@ -172,7 +177,8 @@ def bloom_filter_index(
     """
     names = _column_names(columns)
     if _connect.is_connect(df):  # the DataFrame travels as a temporary view of the client's session
-        arguments = {"columns": names, "name": name, "fpp": fpp, "ndv": ndv, "false_reads_per_key": false_reads_per_key}
+        arguments = {"columns": names, "name": name, "fpp": fpp, "ndv": ndv, "false_reads_per_key": false_reads_per_key,
+                     "maintain_on_write": maintain_on_write}
         return _handle(df.sparkSession, _connect.with_view(df, "create", arguments))
     jdf = _jvm.java_dataframe(df)
     spark = df.sparkSession
@@ -186,6 +192,7 @@ def bloom_filter_index(
                 None if fpp is None else float(fpp),
                 _jvm.java_long(spark, ndv),
                 None if false_reads_per_key is None else float(false_reads_per_key),
+                None if maintain_on_write is None else bool(maintain_on_write),
             )
         )
     return _handle(spark, description)

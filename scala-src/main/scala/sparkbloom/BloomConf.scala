@@ -76,7 +76,7 @@ object BloomConf {
    * now: it re-reads the new files' indexed columns, an append takes 1.5x as long (docs/maintenance-on-write.md).
    */
   val MaintainOnWrite = "spark.sparkbloom.maintainOnWrite.enabled"
-  def maintainOnWrite(s: SparkSession): Boolean = s.conf.get(MaintainOnWrite, "false").toBoolean
+  def maintainOnWrite(s: SparkSession): Boolean = s.conf.get(MaintainOnWrite, "true").toBoolean
   val MaintainInTask = "spark.sparkbloom.maintainOnWrite.inTask"
   def maintainInTask(s: SparkSession): Boolean = s.conf.get(MaintainInTask, "true").toBoolean
   val MaintainWithNativeFilters = "spark.sparkbloom.maintainOnWrite.nativeFilters"

@@ -49,4 +49,5 @@ object BloomIndexes {
 
   /** Option key of the table-wide false-read budget. */
   val FalseReadsPerKeyKey: String = IndexOptionParser.FalseReadsPerKeyKey
+  val MaintainOnWriteKey: String = IndexOptionParser.MaintainOnWriteKey
 }

@@ -19,7 +19,8 @@ object PythonApi {
 
   /** `df.bloomFilterIndex(...)`: the index over the Parquet files behind `df`, created or brought up to date. */
   def createForDataFrame(df: DataFrame, columns: Array[String], name: String,
-                         fpp: java.lang.Double, ndv: java.lang.Long, falseReadsPerKey: java.lang.Double): String = {
+                         fpp: java.lang.Double, ndv: java.lang.Long, falseReadsPerKey: java.lang.Double,
+                         maintainOnWrite: java.lang.Boolean): String = {
     if (columns == null || columns.isEmpty) throw new BloomIndexException("A bloom index needs at least one column.")
     // Refuses anything but a plain Parquet scan and computed columns, before any work.
     val DataFrameTable.Target(table, fileColumns) = DataFrameTable.target(df, columns.toSeq)
@@ -27,7 +28,8 @@ object PythonApi {
     val indexName = Option(name).getOrElse(defaultName(fileColumns))
     val options = Seq(
       Option(fpp).map(f => "fpp" -> f.toString), Option(ndv).map(n => "ndv" -> n.toString),
-      Option(falseReadsPerKey).map(b => BloomIndexes.FalseReadsPerKeyKey -> b.toString)).flatten.toMap
+      Option(falseReadsPerKey).map(b => BloomIndexes.FalseReadsPerKeyKey -> b.toString),
+      Option(maintainOnWrite).map(m => BloomIndexes.MaintainOnWriteKey -> m.toString)).flatten.toMap
     val existing = BloomIndexes.list(spark, table).find(_.name.equalsIgnoreCase(indexName))
     val description = existing match {
       case None =>
@@ -94,7 +96,8 @@ object PythonApi {
         createForDataFrame(spark.table(str("view")), strings("columns"), opt("name").map(_.asText).orNull,
           opt("fpp").map(n => java.lang.Double.valueOf(n.asDouble)).orNull,
           opt("ndv").map(n => java.lang.Long.valueOf(n.asLong)).orNull,
-          opt("false_reads_per_key").map(n => java.lang.Double.valueOf(n.asDouble)).orNull)
+          opt("false_reads_per_key").map(n => java.lang.Double.valueOf(n.asDouble)).orNull,
+          opt("maintain_on_write").map(n => java.lang.Boolean.valueOf(n.asBoolean)).orNull)
       case "list" => list(spark, str("table"))
       case "describe" => describe(spark, str("table"), str("name"))
       case "refresh" => refresh(spark, str("table"), str("name"), opt("full").exists(_.asBoolean))
@@ -144,6 +147,7 @@ object PythonApi {
     "fpp" -> d.fpp,
     "ndv" -> d.ndv,
     "false_reads_per_key" -> d.falseReadsPerKey,
+    "maintain_on_write" -> d.maintainOnWrite,
     "max_bits_per_value" -> d.maxBitsPerValue,
     "column_stats" -> d.columnStats.zipWithIndex.map { case (s, i) =>
       Json.obj(
@@ -156,7 +160,7 @@ object PythonApi {
         "expected_false_reads_per_key" -> s.expectedFalseReadsPerKey,
         "row_groups_at_ceiling" -> s.rowGroupsAtCeiling)
     },
-    "version" -> d.version,
+    "version" -> d.version, "versions_kept" -> d.versions, "segment_files" -> d.segments,
     "created_at_millis" -> d.createdAtMillis,
     "files_covered" -> d.filesCovered,
     "row_groups_covered" -> d.rowGroupsCovered,

@@ -67,13 +67,15 @@ final case class IndexMeta(
     columnStats: Option[Seq[ColumnStats]] = None,
     formatVersion: Option[Int] = None, // 2: block-sliced (layout.bin + segments); absent: 1
     referencedDirs: Option[Seq[String]] = None, // data directories whose segments this version reads
-    tableSnapshot: Option[String] = None) { // the table version built from (Delta, Iceberg)
-  def options: TableOptions = TableOptions(fpp, ndv, falseReadsPerKey, fppScope.contains(IndexedColumn.FileScope))
+    tableSnapshot: Option[String] = None, // the table version built from (Delta, Iceberg)
+    maintainOnWrite: Option[Boolean] = None) { // Some(false): the table's writes do not update this index
+  def options: TableOptions =
+    TableOptions(fpp, ndv, falseReadsPerKey, fppScope.contains(IndexedColumn.FileScope), maintainOnWrite)
 }
 
 /** The index-wide sizing options, as given (each column may override). */
 final case class TableOptions(fpp: Option[Double], ndv: Option[Long], falseReadsPerKey: Option[Double],
-                              fppPerFile: Boolean)
+                              fppPerFile: Boolean, maintainOnWrite: Option[Boolean] = None)
 
 /**
  * An indexed column and how its filters are sized. `fpp` (per row group, or per file when `fppScope` is

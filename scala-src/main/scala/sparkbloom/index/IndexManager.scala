@@ -149,7 +149,7 @@ object IndexManager {
                     segments: Seq[Segment], summaries: Seq[SummaryFilter]): Unit = {
     val conf = spark.sessionState.newHadoopConf()
     val fs = dir.getFileSystem(conf)
-    fs.mkdirs(new Path(dir, dataDirName))
+    IndexStore.mkdirs(fs, new Path(dir, dataDirName))
     val links = SummaryWriter.write(fs, dir, dataDirName, summaries)
     val written = entries.map(_.path).toSet
     var attempt = 0
@@ -163,8 +163,12 @@ object IndexManager {
       val layout = LayoutAssembler.assemble(meta.columns.map(_.name), Some((previous.layout, keep)), entries, segments,
         links)
       try {
-        commitLayout(spark, fs, dir, meta.copy(version = meta.version + 1), layout, dataDirName, keepOnFailure = true)
-        cleanOldVersions(fs, dir, keep = Set(dataDirName, meta.dataDir) ++ meta.referencedDirs.getOrElse(Nil))
+        val committed =
+          commitLayout(spark, fs, dir, meta.copy(version = meta.version + 1), layout, dataDirName, keepOnFailure = true)
+        IndexStore.cacheCommitted(dir, committed, layout)
+        // every few versions: a version is a write, and cleaning lists the index
+        if (committed.version % 8 == 0)
+          cleanOldVersions(fs, dir, keep = Set(dataDirName, meta.dataDir) ++ meta.referencedDirs.getOrElse(Nil))
         return
       } catch {
         case e: ConcurrentIndexUpdateException =>
@@ -206,7 +210,8 @@ object IndexManager {
       commitProblems ++ loaded.problems ++ (if (verify) IndexStore.verify(fs, loaded) else IndexCache.damageOf(dir)),
       meta.falseReadsPerKey, meta.columns.map(_.policy.describe), meta.maxBitsPerValue,
       meta.columnStats.getOrElse(Nil), SkippingLog.usageOf(dir.toString), meta.tableSnapshot, listing.snapshot,
-      l.describeLevels)
+      l.describeLevels, meta.maintainOnWrite.getOrElse(true), IndexStore.versions(fs, dir).size,
+      (l.segments.iterator ++ l.summaries.segments.iterator).map(_.file).toSet.size)
   }
 
   private def newDataDir(version: Long): String = s"v$version-${java.util.UUID.randomUUID().toString.take(8)}"
@@ -245,7 +250,7 @@ object IndexManager {
         stats.summaries)
       val meta = IndexMeta(name, t.display, t.root.toString, cols, opts.fpp, opts.ndv, version, 0L, dataDirName,
         0, 0, 0, 0, 0, 0, opts.falseReadsPerKey, if (opts.fppPerFile) Some(IndexedColumn.FileScope) else None,
-        tableSnapshot = listing.snapshot)
+        tableSnapshot = listing.snapshot, maintainOnWrite = opts.maintainOnWrite)
       commitLayout(spark, fs, dir, meta, layout, dataDirName)
       // this version covers the listing it was built from
       try fs.delete(new Path(dir, NeedsRefresh), false)
@@ -265,21 +270,22 @@ object IndexManager {
    * computed from the layout (carried row groups included).
    */
   private def commitLayout(spark: SparkSession, fs: FileSystem, dir: Path, meta: IndexMeta, layout: Layout,
-                           dataDirName: String, keepOnFailure: Boolean = false): Unit = {
+                           dataDirName: String, keepOnFailure: Boolean = false): IndexMeta = {
     val maxBpv = BloomConf.maxBitsPerValue(spark)
-    fs.mkdirs(new Path(dir, dataDirName))
+    IndexStore.mkdirs(fs, new Path(dir, dataDirName))
     try {
       IndexStore.writeLayout(fs, dir, dataDirName, layout)
       val stats = layout.columns.toSeq.map(c => ColumnStats.ofLayout(layout, c, maxBpv))
       def countSource(s: String) = layout.columns.map(_.source.count(_ == ColumnSlice.sourceId(s)).toLong).sum
       val referenced = (layout.segments.map(_.file.takeWhile(_ != '/')).toSet + dataDirName).toSeq.sorted
-      IndexStore.commit(fs, spark.sessionState.newHadoopConf(), dir,
-        meta.copy(
-          createdAtMillis = System.currentTimeMillis(), dataDir = dataDirName, files = layout.numFiles,
-          rowGroups = layout.numRowGroups, entries = layout.numRowGroups.toLong * layout.columns.length,
-          harvested = countSource("harvest"), scanned = countSource("scan"), sizeInBytes = stats.map(_.sizeInBytes).sum,
-          maxBitsPerValue = Some(maxBpv), columnStats = Some(stats), formatVersion = Some(2),
-          referencedDirs = Some(referenced)))
+      val committed = meta.copy(
+        createdAtMillis = System.currentTimeMillis(), dataDir = dataDirName, files = layout.numFiles,
+        rowGroups = layout.numRowGroups, entries = layout.numRowGroups.toLong * layout.columns.length,
+        harvested = countSource("harvest"), scanned = countSource("scan"), sizeInBytes = stats.map(_.sizeInBytes).sum,
+        maxBitsPerValue = Some(maxBpv), columnStats = Some(stats), formatVersion = Some(2),
+        referencedDirs = Some(referenced))
+      IndexStore.commit(fs, spark.sessionState.newHadoopConf(), dir, committed)
+      committed
     } catch {
       case NonFatal(e) if !keepOnFailure =>
         try fs.delete(new Path(dir, dataDirName), true)

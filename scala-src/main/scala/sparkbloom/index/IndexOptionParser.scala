@@ -12,6 +12,8 @@ object IndexOptionParser {
    */
   val FalseReadsPerKeyKey = "false_reads_per_key"
   val FppScopeKey = "sparkbloom.fpp_scope"
+  /** `false` opts an index out of maintenance on write (its table's writes leave their files uncovered). */
+  val MaintainOnWriteKey = "maintain_on_write"
 
   /**
    * The index-wide options, with the session's defaults filled in: an explicit `fpp` wins; otherwise the
@@ -20,15 +22,16 @@ object IndexOptionParser {
    */
   def parse(spark: SparkSession, options: Map[String, String]): TableOptions = {
     var fpp: Option[Double] = None; var ndv: Option[Long] = None; var budget: Option[Double] = None
-    var perFile = false
+    var perFile = false; var maintain: Option[Boolean] = None
     options.foreach { case (k, v) =>
       k.toLowerCase(java.util.Locale.ROOT) match {
         case "fpp" => fpp = Some(parseFpp(v))
         case "ndv" | "numitems" => ndv = Some(parseNdv(v))
         case FalseReadsPerKeyKey => budget = Some(parseBudget(FalseReadsPerKeyKey, v))
         case FppScopeKey => perFile = v == IndexedColumn.FileScope
+        case MaintainOnWriteKey => maintain = Some(parseBoolean(MaintainOnWriteKey, v))
         case other => throw new BloomIndexException(
-            s"Unknown bloom index option '$other' (supported: fpp, ndv, $FalseReadsPerKeyKey)")
+            s"Unknown bloom index option '$other' (supported: fpp, ndv, $FalseReadsPerKeyKey, $MaintainOnWriteKey)")
       }
     }
     if (fpp.isDefined && budget.isDefined)
@@ -40,7 +43,13 @@ object IndexOptionParser {
     }
     val maxBpv = BloomConf.maxBitsPerValue(spark)
     checkConf(BloomConf.MaxBitsPerValue, maxBpv, b => b >= 8 && b <= 64)
-    TableOptions(fpp, ndv, budget, perFile)
+    TableOptions(fpp, ndv, budget, perFile, maintain)
+  }
+
+  def parseBoolean(key: String, v: String): Boolean = v.trim.toLowerCase(java.util.Locale.ROOT) match {
+    case "true" => true
+    case "false" => false
+    case _ => throw new BloomIndexException(s"Option $key must be true or false, got '$v'")
   }
 
   private def checkConf(key: String, v: Double, ok: Double => Boolean): Double =

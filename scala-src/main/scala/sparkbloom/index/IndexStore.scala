@@ -81,11 +81,9 @@ object IndexStore {
   /** Publishes a version; fails with [[ConcurrentIndexUpdateException]] if it was published by another writer. */
   def commit(fs: FileSystem, conf: Configuration, indexDir: Path, meta: IndexMeta): Unit = {
     val dir = new Path(indexDir, CommitsDir)
-    fs.mkdirs(dir)
+    mkdirs(fs, dir)
     val tmp = new Path(dir, s".${meta.version}.${java.util.UUID.randomUUID()}.tmp")
-    val out = fs.create(tmp, false)
-    try out.write(mapper.writeValueAsBytes(meta))
-    finally out.close()
+    writeNew(fs, tmp, mapper.writeValueAsBytes(meta))
     val target = new Path(dir, s"${meta.version}.json")
     try {
       if (fs.getScheme == "file") {
@@ -112,8 +110,15 @@ object IndexStore {
   /** The name of a version's layout file inside its data directory. */
   val LayoutFile = "layout.bin"
 
+  private def cacheKey(indexDir: Path, meta: IndexMeta) = s"$indexDir@${meta.version}@${meta.dataDir}"
+
+  /** A version just committed from `layout` in memory: loading it reads nothing (the writer's next write). */
+  def cacheCommitted(indexDir: Path, meta: IndexMeta, layout: Layout): Unit =
+    IndexCache.put(cacheKey(indexDir, meta), IndexVersion(meta, indexDir, layout, Map.empty, Nil),
+      layout.approximateBytes)
+
   def load(fs: FileSystem, conf: Configuration, indexDir: Path, meta: IndexMeta): IndexVersion = {
-    val key = s"$indexDir@${meta.version}@${meta.dataDir}"
+    val key = cacheKey(indexDir, meta)
     IndexCache.get[IndexVersion](key).getOrElse {
       val v = if (meta.formatVersion.getOrElse(1) >= 2) loadSliced(fs, indexDir, meta)
       else LegacyIndex.load(fs, conf, indexDir, meta)
@@ -188,10 +193,28 @@ object IndexStore {
   }
 
   /** Writes a version's layout into its data directory. */
-  def writeLayout(fs: FileSystem, indexDir: Path, dataDir: String, layout: Layout): Unit = {
-    val out = fs.create(new Path(new Path(indexDir, dataDir), LayoutFile), false)
-    try out.write(LayoutCodec.encode(layout))
-    finally out.close()
+  def writeLayout(fs: FileSystem, indexDir: Path, dataDir: String, layout: Layout): Unit =
+    writeNew(fs, new Path(new Path(indexDir, dataDir), LayoutFile), LayoutCodec.encode(layout))
+
+  /**
+   * Writes a file that must not exist yet. On the local file system through java.nio: Hadoop's local file system
+   * (without its native library) forks a `chmod` for every file and `.crc` side file it creates, which costs more
+   * than the write (maintenance on write commits a version per write). Index files carry their own CRCs.
+   */
+  def writeNew(fs: FileSystem, path: Path, bytes: Array[Byte]): Unit = fs match {
+    case l: org.apache.hadoop.fs.LocalFileSystem =>
+      java.nio.file.Files.write(l.pathToFile(path).toPath, bytes, java.nio.file.StandardOpenOption.CREATE_NEW,
+        java.nio.file.StandardOpenOption.WRITE)
+    case _ =>
+      val out = fs.create(path, false)
+      try out.write(bytes)
+      finally out.close()
+  }
+
+  /** `fs.mkdirs`, without forking `chmod` on the local file system (see [[writeNew]]). */
+  def mkdirs(fs: FileSystem, dir: Path): Unit = fs match {
+    case l: org.apache.hadoop.fs.LocalFileSystem => java.nio.file.Files.createDirectories(l.pathToFile(dir).toPath)
+    case _ => fs.mkdirs(dir)
   }
 
   def crc32(bytes: Array[Byte]): Long = { val c = new CRC32(); c.update(bytes); c.getValue }

@@ -46,7 +46,10 @@ final case class IndexDescription(
     usage: SkippingLog.Usage = SkippingLog.Usage(0, 0, 0, 0, 0), // lookups planned by this driver
     snapshotCovered: Option[String] = None, // the table version the index was built from (Delta, Iceberg)
     snapshotNow: Option[String] = None, // the table's current version
-    levels: String = "" // the layout's levels (Layout.describeLevels)
+    levels: String = "", // the layout's levels (Layout.describeLevels)
+    maintainOnWrite: Boolean = true, // the table's writes update this index (index option maintain_on_write)
+    versions: Int = 1, // committed versions kept (VACUUM BLOOM INDEX removes old ones)
+    segments: Int = 0 // stored segment files the newest version reads (filters and summaries)
 )
 
 /** A user error about a bloom index: bad DDL, unknown index or column, unsupported type, bad option. */

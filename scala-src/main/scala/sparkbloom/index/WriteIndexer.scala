@@ -133,9 +133,11 @@ object WriteIndexer {
         if (enc.rebase || h.hashes == null || !physicalType(c.sparkType).contains(enc.physical)) return None
         val nonNull = r.numRows - ch.nullCount.getOrElse(return None)
         if (nonNull < 0 || pos + nonNull > h.n) return None
-        val values = java.util.Arrays.copyOfRange(h.hashes, pos, pos + nonNull.toInt)
+        // the file's only row group takes the buffer itself (distinct reorders it in place)
+        val values =
+          if (pos == 0 && nonNull == h.n) h.hashes else java.util.Arrays.copyOfRange(h.hashes, pos, pos + nonNull.toInt)
         pos += nonNull.toInt
-        val ndv = ChunkHasher.distinct(values, values.length)
+        val ndv = ChunkHasher.distinct(values, nonNull.toInt)
         val target = c.ndv.map(cap => math.min(cap, ndv.toLong)).getOrElse(ndv.toLong)
         val fpp = sizer.targetFpp(c.name, target, r.numRows, fileRows)
         val filter = Sbbf.empty(Sizing.indexBytes(target, fpp), Kernel.scalar)

@@ -159,6 +159,8 @@ private final class BloomDdlParser(in: TokenCursor) {
     val specs = in.parenthesised {
       val name = columnName()
       val options = if (in.acceptWord("OPTIONS")) IndexOptions.parse(in, ndvKey) else IndexOptions()
+      if (options.maintainOnWrite.isDefined)
+        throw in.error(name, s"${IndexOptions.MaintainKey} is an option of the whole index, not of column ${name.text}")
       (name, ColumnSpec(name.text, options.fpp, options.ndv, options.falseReadsPerKey))
     }
     distinctColumns(specs.map(_._1))

@@ -60,7 +60,8 @@ private[sql] object CommandOutput {
       Seq(
         "False Reads Per Key" -> d.falseReadsPerKey.fold("none")(_.toString),
         "FPP" -> d.fpp.fold("none")(_.toString),
-        "NDV" -> d.ndv.fold("none")(_.toString)) ++
+        "NDV" -> d.ndv.fold("none")(_.toString),
+        "Maintain On Write" -> d.maintainOnWrite.toString) ++
       perColumn(d, "Sizing")(d.policies.lift) ++
       perColumn(d, "Expected False Reads Per Key")(stat(d, _)(s => f"${s.expectedFalseReadsPerKey}%.4g")) ++
       perColumn(d, "Bytes Per Value")(stat(d, _)(s =>
@@ -71,6 +72,7 @@ private[sql] object CommandOutput {
             d.columnStats.map(s => s"${s.column} ${s.rowGroupsAtCeiling} of ${s.rowGroups}").mkString(", "))).toSeq ++
       Seq(
         "Version" -> d.version.toString,
+        "Versions Kept" -> d.versions.toString,
         "Created At" -> Instant.ofEpochMilli(d.createdAtMillis).toString,
         "Files Covered" -> d.filesCovered.toString,
         "Row Groups Covered" -> d.rowGroupsCovered.toString,
@@ -78,6 +80,7 @@ private[sql] object CommandOutput {
         "Filters Scanned" -> d.filtersScanned.toString,
         "Size In Bytes" -> d.sizeInBytes.toString,
         "Layout" -> d.levels,
+        "Segment Files" -> d.segments.toString,
         "Files In Table" -> d.filesInTable.toString,
         "Files Not Covered" -> d.filesNotCovered.toString,
         "Files Deleted" -> d.filesDeleted.toString) ++

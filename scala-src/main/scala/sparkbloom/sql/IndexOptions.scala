@@ -6,10 +6,12 @@ import scala.util.Try
 
 /** The validated OPTIONS of an index or of one of its columns. */
 private[sql] final case class IndexOptions(fpp: Option[Double] = None, ndv: Option[Long] = None,
-                                           falseReadsPerKey: Option[Double] = None) {
+                                           falseReadsPerKey: Option[Double] = None,
+                                           maintainOnWrite: Option[Boolean] = None) {
   /** The table-level options as the facade takes them: keys `fpp`, `ndv` and `false_reads_per_key`. */
   def asMap: Map[String, String] = fpp.map("fpp" -> _.toString).toMap ++ ndv.map("ndv" -> _.toString) ++
-    falseReadsPerKey.map(IndexOptions.BudgetKey -> _.toString)
+    falseReadsPerKey.map(IndexOptions.BudgetKey -> _.toString) ++
+    maintainOnWrite.map(IndexOptions.MaintainKey -> _.toString)
 }
 
 /**
@@ -22,6 +24,7 @@ private[sql] object IndexOptions {
   val NativeNdvKey = "ndv"
   val DatabricksNdvKey = "numItems"
   val BudgetKey = "false_reads_per_key"
+  val MaintainKey = "maintain_on_write"
 
   /** Parses the parenthesised list that follows the keyword OPTIONS. */
   def parse(in: TokenCursor, ndvKey: String): IndexOptions = {
@@ -32,19 +35,31 @@ private[sql] object IndexOptions {
       if (!keyToken.isIdentifier && keyToken.kind != TokenKind.Str) throw in.error(keyToken, "expected an option name")
       in.next()
       val key = keyToken.text.toLowerCase(Locale.ROOT)
-      if (key != "fpp" && key != ndvKey.toLowerCase(Locale.ROOT) && key != BudgetKey)
-        throw in.error(keyToken, s"unknown option ${keyToken.text}; the options are $BudgetKey, fpp and $ndvKey")
+      if (key != "fpp" && key != ndvKey.toLowerCase(Locale.ROOT) && key != BudgetKey && key != MaintainKey)
+        throw in.error(keyToken,
+          s"unknown option ${keyToken.text}; the options are $BudgetKey, fpp, $ndvKey and $MaintainKey")
       if (seen(key)) throw in.error(keyToken, s"option ${keyToken.text} is given twice")
       seen += key
       in.expectSymbol("=")
-      val (valueToken, value) = literal(in)
+      val (valueToken, value) =
+        if (key == MaintainKey && (in.peek.isWord("true") || in.peek.isWord("false"))) {
+          val t = in.next(); (t, t.text)
+        } else literal(in)
       def orFail[A](checked: Either[String, A]): A = checked.fold(msg => throw in.error(valueToken, msg), identity)
       result =
-        if (key == "fpp") result.copy(fpp = Some(orFail(fpp(value))))
+        if (key == MaintainKey) result.copy(maintainOnWrite = Some(orFail(boolean(MaintainKey, value))))
+        else if (key == "fpp") result.copy(fpp = Some(orFail(fpp(value))))
         else if (key == BudgetKey) result.copy(falseReadsPerKey = Some(orFail(positiveNumber(BudgetKey, value))))
         else result.copy(ndv = Some(orFail(positiveCount(ndvKey, value))))
     }
     result
+  }
+
+  /** true or false (a keyword or a string). */
+  def boolean(key: String, value: String): Either[String, Boolean] = value.trim.toLowerCase(Locale.ROOT) match {
+    case "true" => Right(true)
+    case "false" => Right(false)
+    case _ => Left(s"$key must be true or false, got '$value'")
   }
 
   /** A false-positive probability strictly between 0 and 1. */

@@ -207,13 +207,16 @@ object MaintainOnWrite extends Logging {
     if (fallback.nonEmpty) afterWrite(session, cmd, Nil, only = Some(fallback.map(p => new Path(p.indexDir).getName)))
   }
 
-  /** The indexes stored under the table at `root` (only their directories: no table listing). */
+  /**
+   * The indexes stored under the table at `root` that its writes maintain (all but those created with
+   * `maintain_on_write = false`). Reads only their directories and newest commits: no table listing.
+   */
   private def indexNames(session: SparkSession, root: Path): Seq[String] = {
     val dir = IndexStore.indexesDir(root, BloomConf.indexRoot(session))
     val fs = dir.getFileSystem(session.sessionState.newHadoopConf())
     if (!fs.exists(dir)) Nil
     else fs.listStatus(dir).toSeq.filter(_.isDirectory).map(_.getPath)
-      .filter(p => IndexStore.versions(fs, p).nonEmpty).map(_.getName).sorted
+      .filter(p => IndexStore.latestMeta(fs, p)._1.exists(!_.maintainOnWrite.contains(false))).map(_.getName).sorted
   }
 
   private def tableOf(cmd: InsertIntoHadoopFsRelationCommand): TableRef =
@@ -222,7 +225,7 @@ object MaintainOnWrite extends Logging {
 
   /** The table's indexes as they are before an overwrite. Never throws (none, on any error). */
   def definitions(session: SparkSession, cmd: InsertIntoHadoopFsRelationCommand): Seq[IndexDescription] =
-    try BloomIndexes.list(session, tableOf(cmd))
+    try BloomIndexes.list(session, tableOf(cmd)).filter(_.maintainOnWrite)
     catch { case NonFatal(e) => logWarning(s"sparkbloom: cannot read the bloom indexes of ${tableOf(cmd)}", e); Nil }
 
   /**

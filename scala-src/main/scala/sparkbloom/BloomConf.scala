@@ -77,6 +77,10 @@ object BloomConf {
    */
   val MaintainOnWrite = "spark.sparkbloom.maintainOnWrite.enabled"
   def maintainOnWrite(s: SparkSession): Boolean = s.conf.get(MaintainOnWrite, "true").toBoolean
+  val VacuumRetentionCheck = "spark.sparkbloom.vacuum.retentionDurationCheck.enabled"
+  def vacuumRetentionCheck(s: SparkSession): Boolean = s.conf.get(VacuumRetentionCheck, "true").toBoolean
+  val OptimizeAfterSegments = "spark.sparkbloom.maintainOnWrite.optimizeAfterSegments"
+  def optimizeAfterSegments(s: SparkSession): Int = s.conf.get(OptimizeAfterSegments, "64").toInt
   val MaintainInTask = "spark.sparkbloom.maintainOnWrite.inTask"
   def maintainInTask(s: SparkSession): Boolean = s.conf.get(MaintainInTask, "true").toBoolean
   val MaintainWithNativeFilters = "spark.sparkbloom.maintainOnWrite.nativeFilters"

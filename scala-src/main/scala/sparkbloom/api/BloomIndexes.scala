@@ -2,9 +2,11 @@ package sparkbloom.api
 
 import org.apache.spark.sql.SparkSession
 
+import sparkbloom.BloomConf
 import sparkbloom.formats.TableFormats
 import sparkbloom.index.{
-  ColumnSpec, IndexDescription, IndexManager, IndexOptionParser, ResolvedTable, TableRef, TableResolver
+  BloomIndexException, ColumnSpec, IndexDescription, IndexManager, IndexOptionParser, ResolvedTable, TableRef,
+  TableResolver
 }
 
 /**
@@ -39,6 +41,27 @@ object BloomIndexes {
 
   def refresh(spark: SparkSession, table: TableRef, name: String, full: Boolean): IndexDescription =
     IndexManager.refresh(spark, resolve(spark, table, refresh = true), name, full)
+
+  /** OPTIMIZE BLOOM INDEX (see IndexManager.optimize); the index as it is after. */
+  def optimize(spark: SparkSession, table: TableRef, name: String): IndexDescription = {
+    val t = resolve(spark, table, refresh = true)
+    IndexManager.optimize(spark, t, name)
+    IndexManager.describe(spark, t, name)
+  }
+
+  /**
+   * VACUUM BLOOM INDEX (see IndexManager.vacuum): `retainHours` defaults to 168, and less is refused unless
+   * `spark.sparkbloom.vacuum.retentionDurationCheck.enabled` is false (as Delta's VACUUM). (versions, directories)
+   * removed.
+   */
+  def vacuum(spark: SparkSession, table: TableRef, name: String, retainHours: Option[Double]): (Int, Int) = {
+    val hours = retainHours.getOrElse(IndexManager.DefaultRetainHours)
+    if (hours < IndexManager.DefaultRetainHours && BloomConf.vacuumRetentionCheck(spark))
+      throw new BloomIndexException(s"VACUUM BLOOM INDEX $name RETAIN $hours HOURS would remove versions a query " +
+        s"running for less than ${IndexManager.DefaultRetainHours.toInt} hours may still read; set " +
+        s"${BloomConf.VacuumRetentionCheck}=false to allow a shorter retention")
+    IndexManager.vacuum(spark, resolve(spark, table), name, hours)
+  }
 
   def list(spark: SparkSession, table: TableRef): Seq[IndexDescription] =
     IndexManager.list(spark, resolve(spark, table))

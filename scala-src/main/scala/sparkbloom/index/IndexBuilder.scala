@@ -22,9 +22,9 @@ object IndexBuilder {
   import FileIndexer.EncryptedPrefix
 
   def build(spark: SparkSession, files: Seq[DataFile], columns: Seq[IndexedColumn], harvest: Boolean,
-            indexDir: Path, dataDirName: String, sizer: FilterSizer): BuildStats = {
+            indexDir: Path, dataDirName: String, sizer: FilterSizer, slices: Option[Int] = None): BuildStats = {
     val job = new Job(spark, columns, harvest, indexDir, dataDirName)
-    job.run(files, sizer, 0, Array.empty, deferScans = false)
+    job.run(files, sizer, 0, Array.empty, deferScans = false, slices)
     job.stats(files.size)
   }
 
@@ -69,10 +69,10 @@ object IndexBuilder {
 
     /** Per partition: entries, segments, files deferred (their scans need sizing), value counts of `counted`. */
     def run(files: Seq[DataFile], sizer: FilterSizer, partitionOffset: Int, counted: Array[String],
-            deferScans: Boolean)
+            deferScans: Boolean, forcedSlices: Option[Int] = None)
         : Array[(Array[EntryMeta], Array[Segment], Array[DataFile], Array[Long], Array[SummaryFilter])] = {
       if (files.isEmpty) return Array.empty
-      val slices = math.max(1, math.min(files.size, sc.defaultParallelism * 4))
+      val slices = forcedSlices.getOrElse(math.max(1, math.min(files.size, sc.defaultParallelism * 4)))
       val (cols, harvest, conf, acc, skipped, fastPaths) =
         (this.cols, this.harvest, this.conf, this.acc, this.skipped, this.fastPaths)
       val dir = indexDir.toString

@@ -8,7 +8,7 @@ import org.slf4j.LoggerFactory
 
 import sparkbloom.BloomConf
 import sparkbloom.index.sliced.{
-  ColumnSlice, EntryMeta, IndexCache, Layout, LayoutAssembler, Segment, SummaryFilter, SummaryWriter
+  ColumnSlice, EntryMeta, IndexCache, Layout, LayoutAssembler, Segment, SegmentWriter, SummaryFilter, SummaryWriter
 }
 
 /**
@@ -179,6 +179,100 @@ object IndexManager {
     }
   }
 
+  /**
+   * OPTIMIZE BLOOM INDEX: the row groups whose filters sit in small segments (fewer than `minSlots` filters: one
+   * per write under maintenance on write, or from incremental refreshes), or in segments without a summary under
+   * the table budget, are built again from their values, sized for the table as it is now, into segments of up to
+   * [[SegmentWriter.DefaultMaxSlots]] filters with their summaries. A probe then reads a number of runs bounded by
+   * the table's size, not by how many writes made it; filters sized for a smaller table are re-sized. Files not
+   * covered are indexed too; everything else is carried as it is. Returns the row groups rebuilt.
+   */
+  def optimize(spark: SparkSession, t: ResolvedTable, name: String, minSlots: Int = OptimizeMinSlots): Long = {
+    val dir = indexDir(spark, t, name)
+    val conf = spark.sessionState.newHadoopConf()
+    val fs = dir.getFileSystem(conf)
+    val meta = IndexStore.latestMeta(fs, dir)._1.getOrElse(
+      throw new BloomIndexException(s"Bloom index $name does not exist on ${t.display}"))
+    val cols = meta.columns.map(c =>
+      IndexColumns.stillThere(t, c).getOrElse(IndexColumns.resolve(t, Seq(c.spec), meta.options).head))
+    val loaded = IndexStore.load(fs, conf, dir, meta)
+    if (loaded.problems.nonEmpty || loaded.memorySegments.nonEmpty) {
+      // damaged, or format 1: a full build
+      buildVersion(spark, t, dir, name, cols, meta.options, meta.version + 1, t.listing(), None, harvest = Some(false))
+      return loaded.layout.numRowGroups.toLong
+    }
+    val l = loaded.layout
+    val budgeted = meta.columns.filter(_.policy.isInstanceOf[FppPolicy.TableBudget]).map(_.name).toSet
+    val small = l.segments.indices.filter { s =>
+      val seg = l.segments(s)
+      seg.count < minSlots || (budgeted.contains(seg.column) && l.summaries.summaryOf(s) < 0)
+    }.toSet
+    val rebuild = l.paths.indices.filter { f =>
+      (l.firstRg(f) until l.firstRg(f + 1)).exists(rg =>
+        l.columns.exists(c =>
+          c.segment(rg) >= 0 &&
+            small.contains(c.segment(rg))))
+    }.map(l.paths(_)).toSet
+    if (rebuild.isEmpty && small.isEmpty) return 0L
+    buildVersion(spark, t, dir, name, cols, meta.options, meta.version + 1, t.listing(), Some(loaded),
+      rebuild = rebuild, harvest = Some(false), rowGroupsPerTask = Some(SegmentWriter.DefaultMaxSlots))
+    l.paths.indices.filter(f => rebuild.contains(l.paths(f))).map(f => (l.firstRg(f + 1) - l.firstRg(f)).toLong).sum
+  }
+
+  /** Segments holding fewer filters than this are merged by OPTIMIZE BLOOM INDEX. */
+  val OptimizeMinSlots = 512
+
+  /**
+   * Segment files of fewer than [[OptimizeMinSlots]] filters in `name`'s newest version: maintenance on write
+   * optimizes the index once there are more than `spark.sparkbloom.maintainOnWrite.optimizeAfterSegments`.
+   */
+  def smallSegments(spark: SparkSession, dir: Path): Int = {
+    val conf = spark.sessionState.newHadoopConf()
+    val fs = dir.getFileSystem(conf)
+    IndexStore.latestMeta(fs, dir)._1.map { m =>
+      val l = IndexStore.load(fs, conf, dir, m).layout
+      l.segments.count(_.count < OptimizeMinSlots)
+    }.getOrElse(0)
+  }
+
+  /**
+   * VACUUM BLOOM INDEX: removes the versions a reader can no longer be using, as Delta's VACUUM removes data files:
+   * a version superseded more than `retainHours` ago (its successor committed before then) loses its commit, and
+   * the data directories no kept version reads, written before then, are deleted. The newest version is always kept.
+   * Returns (versions removed, directories removed).
+   */
+  def vacuum(spark: SparkSession, t: ResolvedTable, name: String, retainHours: Double): (Int, Int) = {
+    val dir = indexDir(spark, t, name)
+    val fs = dir.getFileSystem(spark.sessionState.newHadoopConf())
+    val versions = IndexStore.versions(fs, dir)
+    if (versions.isEmpty) throw new BloomIndexException(s"Bloom index $name does not exist on ${t.display}")
+    val cutoff = System.currentTimeMillis() - (retainHours * 3600 * 1000).toLong
+    val metas = versions.map(v => v -> scala.util.Try(IndexStore.readMeta(fs, dir, v)).toOption)
+    // versions(i + 1) is older than versions(i): it was superseded when versions(i) was committed
+    val supersededAt = metas.indices.map(i =>
+      if (i == 0) Long.MaxValue
+      else metas(i - 1)._2.map(_.createdAtMillis)
+        .getOrElse(Long.MaxValue))
+    val newest = metas.indexWhere(_._2.isDefined) // the version readers use; none readable: touch nothing
+    val (drop, keep) = metas.indices.partition(i => newest >= 0 && i > newest && supersededAt(i) < cutoff)
+    drop.foreach(i => IndexStore.deleteCommit(fs, dir, metas(i)._1))
+    val live = keep.flatMap(i => metas(i)._2.toSeq.flatMap(m => m.referencedDirs.getOrElse(Nil) :+ m.dataDir)).toSet
+    val dirs = fs.listStatus(dir).filter(s =>
+      s.isDirectory && s.getPath.getName.startsWith("v") && !live.contains(s.getPath.getName) &&
+        s.getModificationTime < cutoff)
+    dirs.foreach(s => fs.delete(s.getPath, true))
+    // a removed version's layout, in a directory whose segments later versions still read
+    drop.flatMap(i => metas(i)._2).filter(m =>
+      live.contains(m.dataDir) && !keep.exists(k =>
+        metas(k)._2.exists(_.dataDir == m.dataDir))).foreach(m =>
+      fs.delete(new Path(new Path(dir, m.dataDir), IndexStore.LayoutFile), false))
+    IndexStore.invalidate(dir)
+    (drop.size, dirs.length)
+  }
+
+  /** The retention VACUUM BLOOM INDEX applies without RETAIN (Delta's default: 7 days). */
+  val DefaultRetainHours = 168.0
+
   def list(spark: SparkSession, t: ResolvedTable): Seq[IndexDescription] = {
     val base = IndexStore.indexesDir(t.root, BloomConf.indexRoot(spark))
     val fs = base.getFileSystem(spark.sessionState.newHadoopConf())
@@ -218,14 +312,15 @@ object IndexManager {
 
   private def buildVersion(spark: SparkSession, t: ResolvedTable, dir: Path, name: String, cols: Seq[IndexedColumn],
                            opts: TableOptions, version: Long, listing: TableListing,
-                           previous: Option[IndexVersion]): Unit = {
+                           previous: Option[IndexVersion], rebuild: Set[String] = Set.empty,
+                           harvest: Option[Boolean] = None, rowGroupsPerTask: Option[Int] = None): Unit = {
     val files = listing.files
     val conf = spark.sessionState.newHadoopConf()
     val fs = dir.getFileSystem(conf)
     val dataDirName = newDataDir(version)
     val dataDir = new Path(dir, dataDirName)
     val unchanged = previous.map { p =>
-      files.filter(f => p.covers(f.path, f.size, f.mtime).isDefined).map(_.path).toSet
+      files.filter(f => !rebuild.contains(f.path) && p.covers(f.path, f.size, f.mtime).isDefined).map(_.path).toSet
     }.getOrElse(Set.empty[String])
     val carried = previous.filter(_ => unchanged.nonEmpty).map(p => (p.layout, unchanged))
     val toBuild = files.filterNot(f => unchanged.contains(f.path))
@@ -234,17 +329,28 @@ object IndexManager {
     val budgeted = cols.collect { case c if c.policy.isInstanceOf[FppPolicy.TableBudget] => c.name }
     def sizerFor(values: Map[String, Long]) =
       FilterSizer(cols.map(c => c.name -> c.policy).toMap, values, BloomConf.maxBitsPerValue(spark))
-    val harvest = BloomConf.harvest(spark)
+    val harvesting = harvest.getOrElse(BloomConf.harvest(spark))
+    // OPTIMIZE: tasks of about `rowGroupsPerTask` row groups, so that each writes full segments
+    val slices = rowGroupsPerTask.map { n =>
+      val rgs = previous.map { p =>
+        val byPath =
+          p.layout.paths.indices.map(i => p.layout.paths(i) -> (p.layout.firstRg(i + 1) - p.layout.firstRg(i)))
+            .toMap
+        toBuild.map(f => byPath.getOrElse(f.path, 1).toLong).sum
+      }.getOrElse(toBuild.size.toLong)
+      math.max(1, math.min(toBuild.size, ((rgs + n - 1) / n).toInt))
+    }
     try {
       fs.mkdirs(dataDir)
       val stats =
         // Harvesting, the sizing counts come with the first job, and a second job scans only what must be.
-        if (harvest && budgeted.nonEmpty && toBuild.nonEmpty)
+        if (harvesting && budgeted.nonEmpty && toBuild.nonEmpty)
           IndexBuilder.buildHarvestFirst(spark, toBuild, cols, dir, dataDirName, budgeted,
             SizingJobs.carriedCounts(budgeted, carried), sizerFor)
-        else IndexBuilder.build(spark, toBuild, cols, harvest, dir, dataDirName,
+        else IndexBuilder.build(spark, toBuild, cols, harvesting, dir, dataDirName,
           sizerFor(
-            if (toBuild.isEmpty) Map.empty else SizingJobs.valuesUpperBound(spark, toBuild, budgeted, carried, cols)))
+            if (toBuild.isEmpty) Map.empty else SizingJobs.valuesUpperBound(spark, toBuild, budgeted, carried, cols)),
+          slices)
       if (stats.skipped.nonEmpty) log.warn(s"bloom index $name: files not indexed: ${stats.skipped.mkString("; ")}")
       val layout = LayoutAssembler.assemble(cols.map(_.name), carried, stats.entryMetas, stats.segments,
         stats.summaries)

@@ -97,6 +97,10 @@ object IndexStore {
     } finally fs.delete(tmp, false)
   }
 
+  /** Removes version `version`'s commit (VACUUM BLOOM INDEX). */
+  def deleteCommit(fs: FileSystem, indexDir: Path, version: Long): Unit =
+    fs.delete(new Path(new Path(indexDir, CommitsDir), s"$version.json"), false)
+
   private implicit class LocalFs(fs: FileSystem) {
     def pathToFile(p: Path): java.io.File = fs match {
       case l: org.apache.hadoop.fs.LocalFileSystem => l.pathToFile(p)

@@ -12,6 +12,8 @@ import sparkbloom.index.{ColumnSpec, IndexOptionParser, IndexedColumn, TableRef}
  *                                      [OPTIONS (false_reads_per_key = .. | fpp = .., ndv = ..)]
  *   DROP BLOOM INDEX [IF EXISTS] name ON table
  *   REFRESH BLOOM INDEX name ON table [FULL | INCREMENTAL]
+ *   OPTIMIZE BLOOM INDEX name ON table
+ *   VACUUM BLOOM INDEX name ON table [RETAIN number HOURS]
  *   SHOW BLOOM INDEXES ON table
  *   DESC[RIBE] BLOOM INDEX name ON table
  *   CREATE BLOOMFILTER INDEX ON [TABLE] table FOR COLUMNS (col [OPTIONS (fpp = .., numItems = ..)], ...) [OPTIONS
@@ -39,10 +41,15 @@ private final class BloomDdlParser(in: TokenCursor) {
       case "CREATE" => in.expectWord("BLOOM"); create()
       case "DROP" => in.expectWord("BLOOM"); drop()
       case "REFRESH" => in.expectWord("BLOOM"); refresh()
+      case "OPTIMIZE" =>
+        in.expectWord("BLOOM"); in.expectWord("INDEX"); val n = indexName();
+        OptimizeBloomIndexCommand(
+          onTable(), n)
+      case "VACUUM" => in.expectWord("BLOOM"); vacuum()
       case "SHOW" => in.expectWord("BLOOM"); show()
       case "DESC" | "DESCRIBE" => in.expectWord("BLOOM"); describe()
       case "SPARKBLOOM" => in.expectWord("API"); api()
-      case _ => throw in.error(verb, "expected CREATE, DROP, REFRESH, SHOW or DESCRIBE")
+      case _ => throw in.error(verb, "expected CREATE, DROP, REFRESH, OPTIMIZE, VACUUM, SHOW or DESCRIBE")
     }
     in.expectEnd()
     plan
@@ -71,6 +78,20 @@ private final class BloomDdlParser(in: TokenCursor) {
     val table = onTable()
     val full = if (in.acceptWord("FULL")) true else { in.acceptWord("INCREMENTAL"); false }
     RefreshBloomIndexCommand(table, name, full)
+  }
+
+  private def vacuum(): LogicalPlan = {
+    in.expectWord("INDEX")
+    val name = indexName()
+    val table = onTable()
+    val retain = if (in.acceptWord("RETAIN")) {
+      val t = in.next()
+      val hours = if (t.kind == TokenKind.Number) scala.util.Try(t.text.toDouble).toOption else None
+      if (hours.forall(h => h < 0 || h.isInfinite)) throw in.error(t, "expected a number of hours, 0 or more")
+      in.expectWord("HOURS")
+      hours
+    } else None
+    VacuumBloomIndexCommand(table, name, retain)
   }
 
   private def show(): LogicalPlan = {

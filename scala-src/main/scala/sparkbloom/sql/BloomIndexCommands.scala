@@ -43,6 +43,27 @@ case class RefreshBloomIndexCommand(
     Seq(CommandOutput.summaryRow(BloomIndexes.refresh(spark, table, name, full)))
 }
 
+/** OPTIMIZE BLOOM INDEX: small segments merged, filters re-sized for the table as it is (see IndexManager.optimize). */
+case class OptimizeBloomIndexCommand(
+    table: TableRef,
+    name: String,
+    override val output: Seq[Attribute] = CommandOutput.summarySchema) extends LeafRunnableCommand {
+  override def run(spark: SparkSession): Seq[Row] =
+    Seq(CommandOutput.summaryRow(BloomIndexes.optimize(spark, table, name)))
+}
+
+/** VACUUM BLOOM INDEX: the versions no reader may still use removed, with Delta's retention (IndexManager.vacuum). */
+case class VacuumBloomIndexCommand(
+    table: TableRef,
+    name: String,
+    retainHours: Option[Double],
+    override val output: Seq[Attribute] = CommandOutput.vacuumSchema) extends LeafRunnableCommand {
+  override def run(spark: SparkSession): Seq[Row] = {
+    val (versions, dirs) = BloomIndexes.vacuum(spark, table, name, retainHours)
+    Seq(Row(name, versions.toLong, dirs.toLong))
+  }
+}
+
 /** SHOW BLOOM INDEXES: one row per index on the table. */
 case class ShowBloomIndexesCommand(
     table: TableRef,

@@ -44,13 +44,14 @@ class BloomSqlParser(protected val delegate: ParserInterface) extends ParserShim
 }
 
 object BloomSqlParser {
-  private val Verbs = Set("CREATE", "DROP", "REFRESH", "SHOW", "DESC", "DESCRIBE")
+  private val Verbs = Set("CREATE", "DROP", "REFRESH", "SHOW", "DESC", "DESCRIBE", "OPTIMIZE", "VACUUM")
   private val Objects = Set("BLOOM", "BLOOMFILTER")
   private val Nouns = Set("INDEX", "INDEXES")
 
   /** Whether the statement is one of ours: a look at its first words only, never an error. */
   def claims(sqlText: String): Boolean = leadingWords(sqlText, 4) match {
     case Seq("SPARKBLOOM", "API", _*) => true
+    case Seq("OPTIMIZE" | "VACUUM", "BLOOMFILTER", _*) => false // not a statement of ours: Spark's (or Delta's) error
     case Seq(verb, obj, noun, rest @ _*) if Objects(obj) && Nouns(noun) && Verbs(verb) =>
       if (verb == "DESC" || verb == "DESCRIBE") rest.headOption.exists(w => w == "`" || SqlLexer.isWordChar(w.head))
       else true

@@ -24,6 +24,9 @@ private[sql] object CommandOutput {
     attr("row_groups_indexed", LongType),
     attr("size_in_bytes", LongType))
 
+  def vacuumSchema: Seq[Attribute] =
+    Seq(attr("name", StringType), attr("versions_removed", LongType), attr("directories_removed", LongType))
+
   def summaryRow(d: IndexDescription): Row =
     Row(d.name, d.version, d.filesCovered, d.rowGroupsCovered, d.sizeInBytes)
 

@@ -205,7 +205,21 @@ object MaintainOnWrite extends Logging {
       })
     }
     if (fallback.nonEmpty) afterWrite(session, cmd, Nil, only = Some(fallback.map(p => new Path(p.indexDir).getName)))
+    b.plans.foreach(p => optimizeIfFragmented(session, cmd, new Path(p.indexDir)))
   }
+
+  /**
+   * A write adds a segment file or two per index: once an index has more than
+   * `spark.sparkbloom.maintainOnWrite.optimizeAfterSegments` small ones (64), the write optimizes it (OPTIMIZE BLOOM
+   * INDEX), so that a probe reads a bounded number of runs. Never throws.
+   */
+  private def optimizeIfFragmented(session: SparkSession, cmd: InsertIntoHadoopFsRelationCommand, dir: Path): Unit =
+    try {
+      if (IndexManager.smallSegments(session, dir) > BloomConf.optimizeAfterSegments(session))
+        BloomIndexes.optimize(session, tableOf(cmd), dir.getName)
+    } catch {
+      case NonFatal(e) => logWarning(s"sparkbloom: could not optimize bloom index ${dir.getName} after a write", e)
+    }
 
   /**
    * The indexes stored under the table at `root` that its writes maintain (all but those created with

@@ -1,0 +1,138 @@
+package sparkbloom.index
+
+import org.apache.spark.sql.DataFrame
+import org.apache.spark.sql.functions._
+
+import sparkbloom.BloomConf
+import sparkbloom.api.BloomIndexes
+import sparkbloom.testing.SparkSessionSuite
+
+/**
+ * Keeping an index that Spark's writes maintain (on by default) in shape: the per-index opt-out, OPTIMIZE BLOOM INDEX
+ * merging the small segments many writes leave (by hand, or by the writes themselves past a threshold), VACUUM BLOOM
+ * INDEX removing old versions with Delta's retention, and what DESCRIBE says about it. Every lookup is checked
+ * against the same query without sparkbloom.
+ */
+class IndexMaintenanceSuite extends SparkSessionSuite {
+  override protected def sparkConf: Map[String, String] = Map("spark.sql.shuffle.partitions" -> "2")
+
+  private def rows(from: Long, until: Long, files: Int): DataFrame =
+    spark.range(from, until, 1, files).select(col("id"), concat(lit("k"), col("id")).as("s"))
+
+  private def table(dir: String) = s"parquet.`$dir`"
+
+  private def describe(dir: String, name: String = "ix"): Map[String, String] =
+    spark.sql(s"DESCRIBE BLOOM INDEX $name ON ${table(dir)}").collect().map(r => r.getString(0) -> r.getString(1))
+      .toMap
+
+  /** Lookups of present and absent keys return the rows of the same query with sparkbloom off. */
+  private def lookups(dir: String, present: Seq[Long]): Unit =
+    for (k <- present ++ Seq(-1L, 99999999L); pred <- Seq(col("id") === k, col("s") === s"k$k")) {
+      val o = compare(spark.read.parquet(dir).where(pred))
+      assert(o.on == o.off, s"$pred: ${o.skipping}")
+      if (present.contains(k)) assert(o.on.size == 1 && o.kept >= 1, s"$pred: ${o.skipping}")
+    }
+
+  test("maintenance on write is on by default; maintain_on_write = false opts one index out; bad values are errors") {
+    val dir = tempDir("maint") + "/t"
+    rows(0, 400, 4).write.parquet(dir)
+    spark.sql(s"CREATE BLOOM INDEX ix ON ${table(dir)} (id, s)")
+    spark.sql(s"CREATE BLOOM INDEX off ON ${table(dir)} (id) OPTIONS (maintain_on_write = false)")
+    assert(describe(dir)("Maintain On Write") == "true" && describe(dir, "off")("Maintain On Write") == "false")
+    rows(1000, 1200, 2).write.mode("append").parquet(dir)
+    assert(describe(dir)("Files Not Covered") == "0")
+    assert(describe(dir, "off")("Files Not Covered") == "2", "the opted-out index leaves the new files uncovered")
+    lookups(dir, Seq(1100L, 150L))
+    // a refresh keeps the option
+    spark.sql(s"REFRESH BLOOM INDEX off ON ${table(dir)} FULL")
+    assert(describe(dir, "off")("Maintain On Write") == "false")
+    val bad =
+      intercept[Exception](spark.sql(s"CREATE BLOOM INDEX b ON ${table(dir)} (id) OPTIONS (maintain_on_write = 3)"))
+    assert(bad.getMessage.contains("maintain_on_write must be true or false"), bad.getMessage)
+    val perColumn =
+      intercept[Exception](spark.sql(s"CREATE BLOOM INDEX b ON ${table(dir)} (id OPTIONS (maintain_on_write = false))"))
+    assert(perColumn.getMessage.contains("option of the whole index"), perColumn.getMessage)
+    val api = intercept[BloomIndexException](BloomIndexes.create(spark, TableRef.Path(dir), "b", Seq(ColumnSpec("id")),
+      Map("maintain_on_write" -> "maybe"), ifNotExists = false))
+    assert(api.getMessage.contains("must be true or false"))
+    assert(BloomIndexes.list(spark, TableRef.Path(dir)).map(_.name).sorted == Seq("ix", "off"), "nothing was created")
+  }
+
+  test("OPTIMIZE BLOOM INDEX merges the segments of many writes into few, with summaries, re-sized for the table") {
+    withSQLConf(BloomConf.OptimizeAfterSegments -> "1000") {
+      val dir = tempDir("maint") + "/t"
+      rows(0, 4000, 4).write.parquet(dir)
+      spark.sql(s"CREATE BLOOM INDEX ix ON ${table(dir)} (id, s)")
+      for (i <- 1 to 12) rows(i * 10000L, i * 10000L + 1000, 1).write.mode("append").parquet(dir)
+      val before = describe(dir)
+      val idx = IndexManager.indexDir(spark, BloomIndexes.resolve(spark, TableRef.Path(dir)), "ix")
+      assert(before("Files Not Covered") == "0" && IndexManager.smallSegments(spark, idx) >= 12 * 2, before)
+      val out = spark.sql(s"OPTIMIZE BLOOM INDEX ix ON ${table(dir)}").collect()
+      assert(out.length == 1 && out.head.getString(0) == "ix" && out.head.getLong(2) == 16, out.toSeq)
+      val after = describe(dir)
+      assert(after("Files Not Covered") == "0" && after("Version").toLong == before("Version").toLong + 1, after)
+      assert(after("Segment Files").toInt < before("Segment Files").toInt / 4, s"$before -> $after")
+      val v = {
+        val conf = spark.sessionState.newHadoopConf()
+        val fs = idx.getFileSystem(conf)
+        IndexStore.load(fs, conf, idx, IndexStore.latestMeta(fs, idx)._1.get)
+      }
+      assert(v.layout.segments.indices.forall(s => v.layout.summaries.summaryOf(s) >= 0), "every segment summarised")
+      // Sized again for the table as it is (16,000 ids): the first 4,000 were sized for a table of 4,000, the
+      // writes' for a projected 10^6 (the floor); now all meet the budget of 0.1, in fewer bytes.
+      def expected(d: Map[String, String]) =
+        d("Expected False Reads Per Key").split("; ").map(_.split(": ")(1).toDouble)
+      assert(expected(after).forall(_ <= 0.1) && after("Size In Bytes").toLong < before("Size In Bytes").toLong,
+        s"$before -> $after")
+      lookups(dir, Seq(50500L, 120999L, 2000L))
+      // nothing left to merge in a table this small but what one task wrote: a second OPTIMIZE changes little
+      spark.sql(s"OPTIMIZE BLOOM INDEX ix ON ${table(dir)}")
+      assert(describe(dir)("Segment Files").toInt <= after("Segment Files").toInt)
+      lookups(dir, Seq(50500L))
+    }
+  }
+
+  test("the writes themselves optimize an index once it has more small segments than optimizeAfterSegments") {
+    withSQLConf(BloomConf.OptimizeAfterSegments -> "6") {
+      val dir = tempDir("maint") + "/t"
+      rows(0, 1000, 2).write.parquet(dir)
+      spark.sql(s"CREATE BLOOM INDEX ix ON ${table(dir)} (id, s)")
+      val counts = for (i <- 1 to 10) yield {
+        rows(i * 10000L, i * 10000L + 500, 1).write.mode("append").parquet(dir)
+        describe(dir)("Segment Files").toInt
+      }
+      // two columns, each write a leaf segment and a summary per column: without merging 4 more per write
+      assert(counts.max <= 4 * 6 + 8, counts)
+      assert(counts.last < 4 * 10, counts)
+      assert(describe(dir)("Files Not Covered") == "0")
+      lookups(dir, Seq(30250L, 100499L, 500L))
+    }
+  }
+
+  test("VACUUM BLOOM INDEX keeps what a reader may use: RETAIN under 168 hours is refused unless allowed; " +
+    "then every version but the newest goes, with its layout, and lookups are unchanged") {
+    val dir = tempDir("maint") + "/t"
+    rows(0, 1000, 2).write.parquet(dir)
+    spark.sql(s"CREATE BLOOM INDEX ix ON ${table(dir)} (id, s)")
+    for (i <- 1 to 4) rows(i * 10000L, i * 10000L + 500, 1).write.mode("append").parquet(dir)
+    assert(describe(dir)("Versions Kept") == "5")
+    val kept = spark.sql(s"VACUUM BLOOM INDEX ix ON ${table(dir)}").collect()
+    assert(kept.map(r => (r.getString(0), r.getLong(1))).toSeq == Seq(("ix", 0L)), "all superseded within 7 days")
+    val refused = intercept[Exception](spark.sql(s"VACUUM BLOOM INDEX ix ON ${table(dir)} RETAIN 0 HOURS"))
+    assert(refused.getMessage.contains(BloomConf.VacuumRetentionCheck), refused.getMessage)
+    val layouts = () =>
+      new java.io.File(dir, "_sparkbloom/ix").listFiles().filter(_.isDirectory)
+        .count(d => new java.io.File(d, "layout.bin").exists())
+    assert(layouts() == 5)
+    withSQLConf(BloomConf.VacuumRetentionCheck -> "false") {
+      val out = spark.sql(s"VACUUM BLOOM INDEX ix ON ${table(dir)} RETAIN 0 HOURS").collect()
+      assert(out.head.getLong(1) == 4, out.toSeq)
+    }
+    val d = describe(dir)
+    assert(d("Versions Kept") == "1" && d("Files Not Covered") == "0" && d("Problems") == "none", d)
+    assert(layouts() == 1, "the removed versions' layouts are gone; their segments, still read, stay")
+    lookups(dir, Seq(20250L, 500L))
+    intercept[Exception](spark.sql(s"VACUUM BLOOM INDEX ix ON ${table(dir)} RETAIN -1 HOURS"))
+    intercept[Exception](spark.sql(s"VACUUM BLOOM INDEX nope ON ${table(dir)}"))
+  }
+}

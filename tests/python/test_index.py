@@ -108,6 +108,22 @@ def test_new_files_are_covered_after_a_refresh_or_when_the_index_is_asked_for_ag
     assert index.refresh(full=True).describe()["version"] > version
 
 
+def test_spark_writes_maintain_an_index_by_default_unless_it_opts_out(spark: SparkSession, table: str) -> None:
+    kept = spark.read.parquet(table).bloomFilterIndex("id", name="kept")
+    left = spark.read.parquet(table).bloomFilterIndex("s", name="left", maintain_on_write=False)
+    assert kept.describe()["maintain_on_write"] is True and left.describe()["maintain_on_write"] is False
+    spark.range(8000, 8100, 1, 2).selectExpr("id", "concat('s-', id) AS s").write.mode("append").parquet(table)
+    assert kept.describe()["files_not_covered"] == 0  # the write returned with its files in the index
+    assert left.describe()["files_not_covered"] == 2  # read by every lookup until a refresh
+    d = kept.describe()
+    assert d["versions_kept"] == 2 and d["segment_files"] >= 1, d
+    lookup = spark.read.parquet(table).where("id = 8050")
+    assert [r.s for r in lookup.collect()] == ["s-8050"]
+    assert sum(s.files_skipped for s in sparkbloom.skipping(lookup)) >= 4  # the new files were pruned too
+    with pytest.raises(Exception, match="maintain_on_write must be true or false"):
+        spark.sql(f"CREATE BLOOM INDEX bad ON parquet.`{table}` (id) OPTIONS (maintain_on_write = 'sometimes')")
+
+
 def test_drop_removes_the_index(spark: SparkSession, table: str) -> None:
     index = spark.read.parquet(table).bloomFilterIndex("id")
     assert index.drop() is True

@@ -223,15 +223,17 @@ object IndexManager {
   val OptimizeMinSlots = 512
 
   /**
-   * Segment files of fewer than [[OptimizeMinSlots]] filters in `name`'s newest version: maintenance on write
-   * optimizes the index once there are more than `spark.sparkbloom.maintainOnWrite.optimizeAfterSegments`.
+   * The writes (data directories) whose small segments (fewer than [[OptimizeMinSlots]] filters) `dir`'s newest
+   * version still reads: a probe reads about one summary run per write, so maintenance on write optimizes the
+   * index once there are more than `spark.sparkbloom.maintainOnWrite.optimizeAfterSegments`. One write of many
+   * tasks is one, however many segments its tasks wrote.
    */
-  def smallSegments(spark: SparkSession, dir: Path): Int = {
+  def fragments(spark: SparkSession, dir: Path): Int = {
     val conf = spark.sessionState.newHadoopConf()
     val fs = dir.getFileSystem(conf)
     IndexStore.latestMeta(fs, dir)._1.map { m =>
       val l = IndexStore.load(fs, conf, dir, m).layout
-      l.segments.count(_.count < OptimizeMinSlots)
+      l.segments.filter(_.count < OptimizeMinSlots).map(_.file.takeWhile(_ != '/')).toSet.size
     }.getOrElse(0)
   }
 

@@ -209,13 +209,13 @@ object MaintainOnWrite extends Logging {
   }
 
   /**
-   * A write adds a segment file or two per index: once an index has more than
-   * `spark.sparkbloom.maintainOnWrite.optimizeAfterSegments` small ones (64), the write optimizes it (OPTIMIZE BLOOM
-   * INDEX), so that a probe reads a bounded number of runs. Never throws.
+   * A write adds small segments to each index (one per task and column): once an index reads the small segments of
+   * more than `spark.sparkbloom.maintainOnWrite.optimizeAfterSegments` writes (64), the write optimizes it (OPTIMIZE
+   * BLOOM INDEX), so that a probe reads a bounded number of runs. Never throws.
    */
   private def optimizeIfFragmented(session: SparkSession, cmd: InsertIntoHadoopFsRelationCommand, dir: Path): Unit =
     try {
-      if (IndexManager.smallSegments(session, dir) > BloomConf.optimizeAfterSegments(session))
+      if (IndexManager.fragments(session, dir) > BloomConf.optimizeAfterSegments(session))
         BloomIndexes.optimize(session, tableOf(cmd), dir.getName)
     } catch {
       case NonFatal(e) => logWarning(s"sparkbloom: could not optimize bloom index ${dir.getName} after a write", e)

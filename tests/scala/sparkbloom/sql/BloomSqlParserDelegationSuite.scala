@@ -21,6 +21,8 @@ class BloomSqlParserDelegationSuite extends AnyFunSuite {
     "desc bloom index `i` on t",
     "CREATE BLOOMFILTER INDEX ON t FOR COLUMNS(a)",
     "DROP BLOOMFILTER INDEX ON t",
+    "OPTIMIZE BLOOM INDEX i ON t",
+    "VACUUM BLOOM INDEX i ON t RETAIN 1 HOURS",
     "SPARKBLOOM API list '{}'",
     " sparkbloom api")
 
@@ -37,6 +39,10 @@ class BloomSqlParserDelegationSuite extends AnyFunSuite {
     "REFRESH TABLE bloom",
     "CREATE BLOOMINDEX i ON t (a)",
     "SELECT sparkbloom FROM api",
+    "OPTIMIZE bloom", // Delta's OPTIMIZE of a table `bloom`
+    "OPTIMIZE bloom ZORDER BY (index)",
+    "VACUUM bloom RETAIN 168 HOURS",
+    "OPTIMIZE BLOOMFILTER INDEX ON t",
     "SPARKBLOOM",
     "/* CREATE BLOOM INDEX */ SELECT 1",
     "-- CREATE BLOOM INDEX i ON t (a)",

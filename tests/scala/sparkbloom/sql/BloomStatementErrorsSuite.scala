@@ -44,13 +44,15 @@ class BloomStatementErrorsSuite extends AnyFunSuite {
     ("CREATE BLOOM INDEX i ON t (s».x)", "'.'", "nested columns cannot be indexed; name a top-level column"),
     ("CREATE BLOOM INDEX i ON t (a, b, »A)", "'A'", "column A is listed twice"),
     ("CREATE BLOOM INDEX i ON t (a) OPTIONS »fpp = 0.1", "'fpp'", "expected '('"),
+    ("VACUUM BLOOM INDEX i ON t RETAIN »x HOURS", "'x'", "expected a number of hours, 0 or more"),
+    ("OPTIMIZE BLOOM INDEX i ON t »FULL", "'FULL'", "unexpected text after the end of the statement"),
     // options
     ("CREATE BLOOM INDEX i ON t (a OPTIONS (»))", "')'", "expected an option name"),
     ("CREATE BLOOM INDEX i ON t (a OPTIONS (»= 1))", "'='", "expected an option name"),
     ("CREATE BLOOM INDEX i ON t (a) OPTIONS (»size = 1)", "'size'",
-      "unknown option size; the options are false_reads_per_key, fpp and ndv"),
+      "unknown option size; the options are false_reads_per_key, fpp, ndv and maintain_on_write"),
     ("CREATE BLOOM INDEX i ON t (a) OPTIONS (»numItems = 1)", "'numItems'",
-      "unknown option numItems; the options are false_reads_per_key, fpp and ndv"),
+      "unknown option numItems; the options are false_reads_per_key, fpp, ndv and maintain_on_write"),
     ("CREATE BLOOM INDEX i ON t (a OPTIONS (fpp = 0.1, »FPP = 0.2))", "'FPP'", "option FPP is given twice"),
     ("CREATE BLOOM INDEX i ON t (a) OPTIONS (false_reads_per_key = »0)", "'0'",
       "false_reads_per_key must be a positive number, got 0"),
@@ -76,7 +78,7 @@ class BloomStatementErrorsSuite extends AnyFunSuite {
     ("CREATE BLOOMFILTER INDEX ON t FOR »(a)", "'('", "expected COLUMNS"),
     ("CREATE BLOOMFILTER INDEX »idx ON t FOR COLUMNS(a)", "'idx'", "expected ON"),
     ("CREATE BLOOMFILTER INDEX ON t FOR COLUMNS(a OPTIONS (»ndv = 5))", "'ndv'",
-      "unknown option ndv; the options are false_reads_per_key, fpp and numItems"),
+      "unknown option ndv; the options are false_reads_per_key, fpp, numItems and maintain_on_write"),
     ("CREATE BLOOMFILTER INDEX ON t FOR COLUMNS(a OPTIONS (numItems = »0))", "'0'",
       "numItems must be a positive integer, got 0"),
     ("DROP BLOOMFILTER INDEX ON t FOR COLUMNS(a, »a)", "'a'", "column a is listed twice"),
@@ -107,6 +109,6 @@ class BloomStatementErrorsSuite extends AnyFunSuite {
 
   test("a statement that reaches the grammar without one of our verbs names the verbs it knows") {
     val e = intercept[ParseException](BloomDdlParser.parse("ALTER BLOOM INDEX i ON t"))
-    assert(e.getMessage.contains("Syntax error at or near 'ALTER': expected CREATE, DROP, REFRESH, SHOW or DESCRIBE."))
+    assert(e.getMessage.contains("Syntax error at or near 'ALTER': expected CREATE, DROP, REFRESH, OPTIMIZE, VACUUM, SHOW or DESCRIBE."))
   }
 }

@@ -109,6 +109,7 @@ class BloomStatementErrorsSuite extends AnyFunSuite {
 
   test("a statement that reaches the grammar without one of our verbs names the verbs it knows") {
     val e = intercept[ParseException](BloomDdlParser.parse("ALTER BLOOM INDEX i ON t"))
-    assert(e.getMessage.contains("Syntax error at or near 'ALTER': expected CREATE, DROP, REFRESH, OPTIMIZE, VACUUM, SHOW or DESCRIBE."))
+    assert(e.getMessage.contains(
+        "Syntax error at or near 'ALTER': expected CREATE, DROP, REFRESH, OPTIMIZE, VACUUM, SHOW or DESCRIBE."))
   }
 }

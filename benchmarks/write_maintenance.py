@@ -39,6 +39,9 @@ def main() -> int:
     ap.add_argument("--in-task", choices=["on", "off"], default="on",
                     help="spark.sparkbloom.maintainOnWrite.inTask: the write's tasks index the rows they write (on), "
                          "or the index is brought up to date after the write (off: --native-filters applies)")
+    ap.add_argument("--extra-columns", type=int, default=0,
+                    help="unindexed columns added to the four (half bigints, half 24-character strings): a wider "
+                         "table, as event tables are")
     ap.add_argument("--maintain", choices=["on", "off"], default="on",
                     help="spark.sparkbloom.maintainOnWrite.enabled (off: the control, an indexed table written as "
                          "any other; its files are then left uncovered)")
@@ -56,8 +59,10 @@ def main() -> int:
     plain, indexed = os.path.join(tmp, "plain"), os.path.join(tmp, "indexed")
 
     def batch(start: int):
+        extra = [f"id * {i + 11} AS n{i}" if i % 2 == 0 else f"concat('col{i}-', id % 1000003) AS s{i}"
+                 for i in range(args.extra_columns)]
         return (spark.range(start, start + args.rows, 1, args.files)
-                .selectExpr("id", "uuid() AS key", "id * 7 AS v", "repeat('x', 40) AS pad"))
+                .selectExpr("id", "uuid() AS key", "id * 7 AS v", "repeat('x', 40) AS pad", *extra))
 
     batch(0).write.parquet(plain)
     batch(0).write.parquet(indexed)
@@ -91,7 +96,7 @@ def main() -> int:
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f} at the end",
         "rows_per_append": args.rows, "files_per_append": args.files, "rounds": args.rounds,
-        "maintain": args.maintain, "in_task": args.in_task, "native_filters": args.native_filters,
+        "extra_columns": args.extra_columns, "maintain": args.maintain, "in_task": args.in_task, "native_filters": args.native_filters,
         "plain_s": times["plain"], "indexed_s": times["indexed"],
         "median_plain_s": med["plain"], "median_indexed_s": med["indexed"],
         "ratio": med["indexed"] / med["plain"],

@@ -58,6 +58,29 @@ class IndexMaintenanceSuite extends SparkSessionSuite {
     assert(BloomIndexes.list(spark, TableRef.Path(dir)).map(_.name).sorted == Seq("ix", "off"), "nothing was created")
   }
 
+  test("a write of many small tasks adds one segment per column (its tasks ship their filters to the driver); " +
+    "a task that wrote more writes its own") {
+    val dir = tempDir("maint") + "/t"
+    rows(0, 1000, 2).write.parquet(dir)
+    spark.sql(s"CREATE BLOOM INDEX ix ON ${table(dir)} (id, s)")
+    val idx = IndexManager.indexDir(spark, BloomIndexes.resolve(spark, TableRef.Path(dir)), "ix")
+    def newest = {
+      val conf = spark.sessionState.newHadoopConf()
+      val fs = idx.getFileSystem(conf)
+      IndexStore.load(fs, conf, idx, IndexStore.latestMeta(fs, idx)._1.get)
+    }
+    def segmentsOfNewest = { val v = newest; v.layout.segments.filter(_.file.startsWith(v.meta.dataDir)) }
+    rows(10000, 12000, 20).write.mode("append").parquet(dir)
+    assert(segmentsOfNewest.map(_.column).sorted.toSeq == Seq("id", "s"), segmentsOfNewest.toSeq)
+    assert(segmentsOfNewest.forall(_.count == 20))
+    lookups(dir, Seq(11234L))
+    // 4 tasks of 200,000 values each: past what a task ships, each writes its own segments
+    rows(1000000, 1800000, 4).write.mode("append").parquet(dir)
+    assert(segmentsOfNewest.length == 4 * 2, segmentsOfNewest.toSeq)
+    assert(describe(dir)("Files Not Covered") == "0")
+    lookups(dir, Seq(1234567L, 11999L))
+  }
+
   test("OPTIMIZE BLOOM INDEX merges the segments of many writes into few, with summaries, re-sized for the table") {
     withSQLConf(BloomConf.OptimizeAfterSegments -> "1000") {
       val dir = tempDir("maint") + "/t"

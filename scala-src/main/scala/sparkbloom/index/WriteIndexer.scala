@@ -45,9 +45,31 @@ object WriteIndexer {
   /** What a write task needs of one index (shipped to the tasks). */
   final case class Plan(indexDir: String, dataDirName: String, columns: Array[IndexedColumn], sizer: FilterSizer)
 
-  /** What a write task reports of one index: temp paths as the task wrote them (the driver maps them). */
+  /**
+   * What a write task reports of one index: temp paths as the task wrote them (the driver maps them). A task that
+   * wrote little ships its filters (`shipped`, with their values' hashes) instead of writing segments: the driver
+   * stores the shipped filters of all such tasks together ([[storeShipped]]), so that a write of many small tasks
+   * (a streaming micro-batch) adds one segment per column, not one per task.
+   */
   final case class Part(indexDir: String, entries: Seq[EntryMeta], segments: Seq[Segment],
-                        summaries: Seq[SummaryFilter], files: Seq[String], failed: Seq[String])
+                        summaries: Seq[SummaryFilter], files: Seq[String], failed: Seq[String],
+                        shipped: Seq[FileIndexer.Built] = Nil)
+
+  /** Bytes of filters and hashes a task ships to the driver rather than writing segments itself. */
+  val ShipMaxBytes: Long = 1L << 20
+
+  /** The driver's storing of the filters tasks shipped: one writer, full segments and their summaries. */
+  def storeShipped(plan: Plan, conf: Configuration, shipped: Seq[FileIndexer.Built])
+      : (Seq[EntryMeta], Seq[Segment], Seq[SummaryFilter]) = {
+    val writer = new SegmentWriter(new Path(plan.indexDir).getFileSystem(conf), new Path(plan.indexDir),
+      plan.dataDirName, DriverPartition, summaryFpp = Some(plan.sizer.summaryFpp _))
+    val entries = shipped.map(b => IndexBuilder.entryMeta(b, writer, plan.columns))
+    val segments = writer.close()
+    (entries, segments, writer.summaries)
+  }
+
+  /** The "partition" naming the driver's segments (tasks use their partition ids). */
+  private val DriverPartition = 999999
 
   /** The hashes of one file's values of one column, in row order, nulls left out. */
   final class ColumnHashes(val ordinal: Int, dataType: DataType) {
@@ -92,20 +114,36 @@ object WriteIndexer {
     private val entries = mutable.Buffer[EntryMeta]()
     private val files = mutable.Buffer[String]()
     private val failed = mutable.Buffer[String]()
+    // filters held to ship to the driver, until they pass ShipMaxBytes: then they go to this task's segments
+    private val held = mutable.Buffer[FileIndexer.Built]()
+    private var heldBytes = 0L
+    private var spilled = false
 
     def addFile(path: String, hashesFor: String => Option[ColumnHashes]): Unit = {
       val built = try indexFile(path, plan.columns, plan.columns.map(c => hashesFor(c.name)), plan.sizer, conf)
       catch { case NonFatal(_) => None }
       built match {
         case Some(bs) =>
-          entries ++= bs.map(b => IndexBuilder.entryMeta(b, writer, plan.columns)); files += path
+          if (spilled) entries ++= bs.map(b => IndexBuilder.entryMeta(b, writer, plan.columns))
+          else {
+            held ++= bs.map(b =>
+              if (b.hashes == null || b.hashes.length == b.nHashes) b
+              else b.copy(hashes = java.util.Arrays.copyOf(b.hashes, b.nHashes)))
+            heldBytes += bs.iterator.map(b => 8L * b.nHashes + Option(b.row.getAs[Array[Byte]](17)).fold(0)(_.length))
+              .sum
+            if (heldBytes > ShipMaxBytes) {
+              spilled = true
+              entries ++= held.map(b => IndexBuilder.entryMeta(b, writer, plan.columns)); held.clear()
+            }
+          }
+          files += path
         case None => failed += path
       }
     }
 
     def finish(): Part = {
       val segments = writer.close()
-      Part(plan.indexDir, entries.toSeq, segments, writer.summaries, files.toSeq, failed.toSeq)
+      Part(plan.indexDir, entries.toSeq, segments, writer.summaries, files.toSeq, failed.toSeq, held.toSeq)
     }
   }
 

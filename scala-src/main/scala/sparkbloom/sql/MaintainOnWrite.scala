@@ -187,14 +187,17 @@ object MaintainOnWrite extends Logging {
         numFiles.contains(mine.map(_.files.size).sum.toLong)
       complete &&
       (try {
-        val entries = mine.flatMap(_.entries).map { e =>
+        val (shippedEntries, shippedSegments, shippedSummaries) =
+          if (mine.forall(_.shipped.isEmpty)) (Nil, Nil, Nil)
+          else WriteIndexer.storeShipped(plan, session.sessionState.newHadoopConf(), mine.flatMap(_.shipped))
+        val entries = (mine.flatMap(_.entries) ++ shippedEntries).map { e =>
           val st = finals(e.path)
           if (st.getLen != e.size) throw new IllegalStateException(s"${st.getPath} changed after it was written")
           e.copy(path = st.getPath.toString, mtime = st.getModificationTime)
         }
         if (entries.nonEmpty)
           IndexManager.commitWritten(session, new Path(plan.indexDir), plan.dataDirName, entries,
-            mine.flatMap(_.segments), mine.flatMap(_.summaries))
+            mine.flatMap(_.segments) ++ shippedSegments, mine.flatMap(_.summaries) ++ shippedSummaries)
         true
       } catch {
         case NonFatal(e) =>

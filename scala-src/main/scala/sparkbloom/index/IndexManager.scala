@@ -90,7 +90,7 @@ object IndexManager {
     val cols = meta.columns.map(c =>
       IndexColumns.stillThere(t, c).getOrElse(IndexColumns.resolve(t, Seq(c.spec), meta.options).head))
     val loaded = IndexStore.load(fs, spark.sessionState.newHadoopConf(), dir, meta)
-    val files = withNewerCovered(t.listing(), loaded.layout)
+    val files = withNewerCovered(spark, t.listing(), loaded.layout)
     // Damage, or a format-1 version (its filters are only in memory): rebuild everything.
     val previous = if (full || loaded.problems.nonEmpty || loaded.memorySegments.nonEmpty) None else Some(loaded)
     buildVersion(spark, t, dir, name, cols, meta.options, meta.version + 1, files, previous)
@@ -211,25 +211,31 @@ object IndexManager {
             small.contains(c.segment(rg))))
     }.map(l.paths(_)).toSet
     if (rebuild.isEmpty && small.isEmpty) return 0L
-    buildVersion(spark, t, dir, name, cols, meta.options, meta.version + 1, withNewerCovered(t.listing(), l),
+    buildVersion(spark, t, dir, name, cols, meta.options, meta.version + 1, withNewerCovered(spark, t.listing(), l),
       Some(loaded), rebuild = rebuild, harvest = Some(false), rowGroupsPerTask = Some(SegmentWriter.DefaultMaxSlots))
     l.paths.indices.filter(f => rebuild.contains(l.paths(f))).map(f => (l.firstRg(f + 1) - l.firstRg(f)).toLong).sum
   }
 
   /**
    * The table's listing, plus the files the newest version covers that the listing lacks but that are about as new
-   * as the newest it lists: written (and indexed by their write) after the table was listed, so that a REFRESH or
-   * OPTIMIZE racing a maintained write does not drop them. A file deleted meanwhile is then kept a version longer,
-   * which costs nothing (a lookup matches the index against Spark's own listing). Parquet tables only: Delta and
-   * Iceberg listings are their snapshots.
+   * as the newest it lists and still there as indexed: written (and indexed by their write) after the table was
+   * listed, so that a REFRESH or OPTIMIZE racing a maintained write does not drop them. Parquet tables only: Delta
+   * and Iceberg listings are their snapshots.
    */
-  private def withNewerCovered(listing: TableListing, newest: Layout): TableListing =
+  private def withNewerCovered(spark: SparkSession, listing: TableListing, newest: Layout): TableListing =
     if (listing.snapshot.isDefined || listing.files.isEmpty) listing
     else {
       val listed = listing.files.iterator.map(_.path).toSet
       val since = listing.files.iterator.map(_.mtime).max - 60000L
+      val conf = spark.sessionState.newHadoopConf()
+      // as new as the listing, and there now as indexed (a file deleted since is dropped, as any other)
       val newer = newest.paths.indices.filter(i => newest.mtimes(i) >= since && !listed.contains(newest.paths(i)))
-        .map(i => DataFile(newest.paths(i), newest.sizes(i), newest.mtimes(i)))
+        .take(1000).flatMap { i =>
+          val p = new Path(newest.paths(i))
+          scala.util.Try(p.getFileSystem(conf).getFileStatus(p)).toOption
+            .filter(st => st.getLen == newest.sizes(i) && st.getModificationTime == newest.mtimes(i))
+            .map(_ => DataFile(newest.paths(i), newest.sizes(i), newest.mtimes(i)))
+        }
       if (newer.isEmpty) listing else listing.copy(files = listing.files ++ newer)
     }
 

@@ -119,7 +119,8 @@ object IndexManager {
       c.name -> math.max(2 * n, WriteProjectionFloor)
     }.toMap
     val sizer = FilterSizer(meta.columns.map(c => c.name -> c.policy).toMap, values, BloomConf.maxBitsPerValue(spark))
-    Some(WriteIndexer.Plan(dir.toString, newDataDir(meta.version + 1), meta.columns.toArray, sizer))
+    Some(WriteIndexer.Plan(dir.toString, newDataDir(meta.version + 1), meta.columns.toArray, sizer,
+      BloomConf.maintainShipMaxBytes(spark)))
   }
 
   /**

@@ -43,7 +43,8 @@ object WriteIndexer {
   val MaxValuesPerFile: Int = 16 << 20
 
   /** What a write task needs of one index (shipped to the tasks). */
-  final case class Plan(indexDir: String, dataDirName: String, columns: Array[IndexedColumn], sizer: FilterSizer)
+  final case class Plan(indexDir: String, dataDirName: String, columns: Array[IndexedColumn], sizer: FilterSizer,
+                        shipMaxBytes: Long = ShipMaxBytes)
 
   /**
    * What a write task reports of one index: temp paths as the task wrote them (the driver maps them). A task that
@@ -131,7 +132,7 @@ object WriteIndexer {
               else b.copy(hashes = java.util.Arrays.copyOf(b.hashes, b.nHashes)))
             heldBytes += bs.iterator.map(b => 8L * b.nHashes + Option(b.row.getAs[Array[Byte]](17)).fold(0)(_.length))
               .sum
-            if (heldBytes > ShipMaxBytes) {
+            if (heldBytes > plan.shipMaxBytes) {
               spilled = true
               entries ++= held.map(b => IndexBuilder.entryMeta(b, writer, plan.columns)); held.clear()
             }

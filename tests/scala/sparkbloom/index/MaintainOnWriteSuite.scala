@@ -161,24 +161,10 @@ class MaintainOnWriteSuite extends SparkSessionSuite {
     lookup(spark.read.parquet(dir), 3050, files = 1)
   }
 
-  private def loaded(dir: String, name: String): IndexVersion = {
-    val conf = spark.sessionState.newHadoopConf()
-    val idx = IndexManager.indexDir(spark, BloomIndexes.resolve(spark, TableRef.Path(dir)), name)
-    val fs = idx.getFileSystem(conf)
-    IndexStore.load(fs, conf, idx, IndexStore.latestMeta(fs, idx)._1.get)
-  }
+  private def loaded(dir: String, name: String): IndexVersion = StoredIndex.loaded(spark, dir, name)
 
-  /** The bitset of (column, row group), read back from its block-major segment; null without a filter. */
-  private def filterBytes(v: IndexVersion, column: String, rg: Int): Array[Byte] = {
-    val c = v.layout.column(column).get
-    if (c.segment(rg) < 0) return null
-    val seg = v.layout.segments(c.segment(rg))
-    val file = java.nio.file.Files.readAllBytes(java.nio.file.Paths.get(new org.apache.hadoop.fs.Path(v.dir, seg.file)
-        .toUri))
-    val out = new Array[Byte](seg.blocks * 32)
-    for (b <- 0 until seg.blocks) System.arraycopy(file, (b * seg.runStride + c.slot(rg) * 32).toInt, out, b * 32, 32)
-    out
-  }
+  private def filterBytes(v: IndexVersion, column: String, rg: Int): Array[Byte] =
+    StoredIndex.filterBytes(v, column, rg)
 
   /** Column chunks this JVM has read to index them (local mode: the tasks' too). */
   private def chunksRead: Long = {

@@ -4,12 +4,20 @@ import java.util.Collections
 
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
+import org.apache.spark.sql.catalyst.analysis.{ResolvedTable => ResolvedCatalogTable}
+import org.apache.spark.sql.catalyst.catalog.CatalogTable
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, ExprId}
-import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, Project, SubqueryAlias, View}
-import org.apache.spark.sql.delta.DeltaColumnMapping
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, Project, SubqueryAlias, V2WriteCommand, View}
+import org.apache.spark.sql.delta.{DeltaColumnMapping, DeltaLog}
+import org.apache.spark.sql.delta.catalog.DeltaTableV2
+import org.apache.spark.sql.delta.commands.{
+  DeleteCommand, MergeIntoCommand, OptimizeTableCommand, UpdateCommand, WriteIntoDelta
+}
 import org.apache.spark.sql.delta.files.{TahoeFileIndexWithSnapshotDescriptor, TahoeLogFileIndex}
+import org.apache.spark.sql.delta.sources.DeltaDataSource
 import org.apache.spark.sql.delta.stats.PreparedDeltaFileIndex
-import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
+import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation, SaveIntoDataSourceCommand}
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
 import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 
@@ -66,6 +74,47 @@ object DeltaFormat extends TableFormat {
   }
 
   private def pathName(path: String): String = "delta.`" + path.replace("`", "``") + "`"
+
+  /**
+   * The Delta tables a write commits to: `df.write.format("delta")` (by path or as a catalog table), INSERT, MERGE,
+   * UPDATE, DELETE and OPTIMIZE, as Delta plans them (its commands, or Spark's V2 writes into a Delta table).
+   */
+  /** Delta's streaming sink (`DeltaSink[path]`). */
+  override def writtenBySink(session: SparkSession, description: String): Option[TableFormat.Written] =
+    TableFormat.sinkPath(session, "DeltaSink", description).map(root =>
+      TableFormat.Written(root, TableRef.Catalog(pathName(root.toString))))
+
+  override def writtenBy(session: SparkSession, write: LogicalPlan): Seq[TableFormat.Written] = {
+    def of(log: DeltaLog, table: Option[CatalogTable]): TableFormat.Written =
+      TableFormat.Written(log.dataPath,
+        TableRef.Catalog(table.map(_.identifier.unquotedString).getOrElse(pathName(log.dataPath.toString))))
+    def v2(plan: LogicalPlan): Seq[TableFormat.Written] = plan match {
+      case r: DataSourceV2Relation => r.table match {
+          case t: DeltaTableV2 => Seq(of(t.deltaLog, t.catalogTable))
+          case _ => Nil
+        }
+      case r: ResolvedCatalogTable => r.table match {
+          case t: DeltaTableV2 => Seq(of(t.deltaLog, t.catalogTable))
+          case _ => Nil
+        }
+      case _ => Nil
+    }
+    write match {
+      case w: WriteIntoDelta => Seq(of(w.deltaLog, w.catalogTableOpt))
+      case m: MergeIntoCommand => Seq(of(m.targetFileIndex.deltaLog, m.catalogTable))
+      case u: UpdateCommand => Seq(of(u.tahoeFileIndex.deltaLog, u.catalogTable))
+      case d: DeleteCommand => Seq(of(d.deltaLog, d.catalogTable))
+      case o: OptimizeTableCommand => v2(o.child)
+      case s: SaveIntoDataSourceCommand if s.dataSource.isInstanceOf[DeltaDataSource] =>
+        s.options.get("path").toSeq.map { p =>
+          val path = new Path(p)
+          val root = path.getFileSystem(session.sessionState.newHadoopConf()).makeQualified(path)
+          TableFormat.Written(root, TableRef.Catalog(pathName(root.toString)))
+        }
+      case w: V2WriteCommand => v2(w.table)
+      case _ => Nil
+    }
+  }
 
   override def resolve(spark: SparkSession, ref: TableRef, analyzed: () => Option[LogicalPlan],
                        refresh: Boolean): Option[ResolvedTable] = {

@@ -8,7 +8,7 @@ import org.apache.iceberg.{BaseTable, Schema}
 import org.apache.iceberg.spark.source.SparkTable
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{ExprId, Expression}
-import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan}
+import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, RowLevelWrite, V2WriteCommand}
 import org.apache.spark.sql.connector.catalog.{Table => SparkCatalogTable}
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
 import org.slf4j.LoggerFactory
@@ -48,6 +48,24 @@ object IcebergFormat extends TableFormat {
         case _ => None
       }
     case _ => None
+  }
+
+  /**
+   * The Iceberg tables a V2 write commits to: appends and overwrites (`INSERT`, `df.writeTo`), and the rewrites of
+   * MERGE, UPDATE and DELETE, copy-on-write (`ReplaceData`) or merge-on-read (`WriteDelta`).
+   */
+  override def writtenBy(session: SparkSession, write: LogicalPlan): Seq[TableFormat.Written] = write match {
+    case w: V2WriteCommand =>
+      val relations = w.table +: (w match { case r: RowLevelWrite => Seq(r.originalTable); case _ => Nil })
+      // a row-level write's `table` is Spark's operation table over the Iceberg one, its `originalTable` the latter
+      // a write to a branch other than main leaves the main snapshot the index covers as it was
+      relations.collect { case r: DataSourceV2Relation => r }.filter { r =>
+        !isIcebergTable(r.table) || Option(r.table.asInstanceOf[SparkTable].branch()).forall(_ == "main")
+      }.flatMap { r =>
+        tableOf(r).map(ref =>
+          TableFormat.Written(locationPath(r.table.asInstanceOf[SparkTable].table().location(), session), ref))
+      }.distinct
+    case _ => Nil
   }
 
   /** A catalog table `ref` as an Iceberg table, from `analyzed`, the plan of `spark.table(name)`. */

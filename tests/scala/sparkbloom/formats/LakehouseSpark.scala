@@ -17,6 +17,12 @@ trait LakehouseSpark extends SparkSessionSuite {
   protected def formatExtension: String
   protected def formatConf(warehouse: String): Map[String, String]
 
+  /**
+   * `f` with maintenance on write off: its Delta and Iceberg writes leave their files uncovered, as writes by other
+   * engines do (the REFRESH tests).
+   */
+  def withoutMaintenance[T](f: => T): T = withSQLConf("spark.sparkbloom.maintainOnWrite.enabled" -> "false")(f)
+
   lazy val warehouse: String = Files.createTempDirectory("sparkbloom-lake").toString
 
   // The format's extension first, as sparkbloom.configure() orders them (Delta's scan is prepared by then).

@@ -5,6 +5,7 @@ import org.apache.spark.sql.functions._
 
 import sparkbloom.BloomConf
 import sparkbloom.api.BloomIndexes
+import sparkbloom.sql.StreamingMaintenance
 import sparkbloom.testing.SparkSessionSuite
 
 /**
@@ -198,5 +199,35 @@ class IndexMaintenanceSuite extends SparkSessionSuite {
     lookups(dir, Seq(20250L, 500L))
     intercept[Exception](spark.sql(s"VACUUM BLOOM INDEX ix ON ${table(dir)} RETAIN -1 HOURS"))
     intercept[Exception](spark.sql(s"VACUUM BLOOM INDEX nope ON ${table(dir)}"))
+  }
+
+  test("Spark's streaming file sink: each micro-batch's files are indexed after it commits") {
+    implicit val ctx: org.apache.spark.sql.SQLContext = spark.sqlContext
+    import spark.implicits._
+    val dir = tempDir("sink") + "/t"
+    val input = org.apache.spark.sql.execution.streaming.MemoryStream[Long]
+    val frame = input.toDF().select(col("value").as("id"), concat(lit("k"), col("value")).as("s"))
+    input.addData(0L until 50L)
+    val query = frame.writeStream.format("parquet").option("checkpointLocation", dir + "_checkpoint").start(dir)
+    try {
+      query.processAllAvailable()
+      spark.sql(s"CREATE BLOOM INDEX ix ON ${table(dir)} (id, s)")
+      for (batch <- 1 to 3) {
+        input.addData((batch * 1000L) until (batch * 1000L + 50))
+        query.processAllAvailable()
+      }
+    } finally query.stop()
+    // the refresh follows each batch's progress event: wait for it (a wait that runs out fails below)
+    val deadline = System.nanoTime() + 60L * 1000 * 1000 * 1000
+    while (describe(dir)("Files Not Covered") != "0" && System.nanoTime() < deadline) {
+      StreamingMaintenance.await(spark, 5000)
+      Thread.sleep(200)
+    }
+    val d = describe(dir)
+    assert(d("Files Not Covered") == "0" && d("Files In Table") == d("Files Covered"), d)
+    assert(d("Files In Table").toInt >= 4, d)
+    lookups(dir, Seq(2010L, 3049L, 10L))
+    val o = compare(spark.read.parquet(dir).where(col("s") === "k2010"))
+    assert(o.on == o.off && o.on.size == 1 && o.skipped >= 3, o.skipping)
   }
 }

@@ -1,5 +1,6 @@
 package sparkbloom.index
 
+import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.Attribute
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan}
@@ -58,6 +59,21 @@ trait TableFormat {
 
   /** A physical scan replaced by one that prunes at execution (Spark's V2 scans); None leaves it as it is. */
   def rewritePhysical(session: SparkSession, scan: SparkPlan): Option[SparkPlan] = None
+
+  /**
+   * Maintenance on write: the tables of this format that `write` commits to, where `write` is the logical node a
+   * write was planned from (a command the format runs, such as Delta's MERGE, or a V2 write such as `AppendData` or
+   * `ReplaceData`). Empty when it is not a write into a table of this format. Only what the node holds is looked
+   * at: no table is listed or loaded.
+   */
+  def writtenBy(session: SparkSession, write: LogicalPlan): Seq[TableFormat.Written] = Nil
+
+  /**
+   * Maintenance on write: the table a Structured Streaming sink of this format writes, from the sink's description
+   * in the query's progress (the file sink's `FileSink[path]`, Delta's `DeltaSink[path]`); None when it is not this
+   * format's sink.
+   */
+  def writtenBySink(session: SparkSession, description: String): Option[TableFormat.Written] = None
 }
 
 object TableFormat {
@@ -67,6 +83,17 @@ object TableFormat {
   sealed trait Phase
   case object Optimizer extends Phase
   case object PreCbo extends Phase
+
+  /** A table a write commits to: its root (where its indexes are stored) and the name it is resolved by. */
+  final case class Written(root: Path, table: TableRef)
+
+  /** `description` is `<sink>[<path>]`: the path, qualified. */
+  def sinkPath(session: SparkSession, sink: String, description: String): Option[Path] =
+    if (!description.startsWith(sink + "[") || !description.endsWith("]")) None
+    else {
+      val p = new Path(description.substring(sink.length + 1, description.length - 1))
+      Some(p.getFileSystem(session.sessionState.newHadoopConf()).makeQualified(p))
+    }
 
   /** The first answer of `formats`, in their order. */
   def first[T](formats: Seq[TableFormat])(f: TableFormat => Option[T]): Option[T] = {

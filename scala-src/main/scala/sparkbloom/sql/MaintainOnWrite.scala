@@ -3,20 +3,27 @@ package sparkbloom.sql
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.fs.Path
+import org.apache.spark.SparkContext
 import org.apache.spark.internal.Logging
+import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent}
 import org.apache.spark.sql.{SaveMode, SparkSession}
-import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
+import org.apache.spark.rdd.RDD
+import org.apache.spark.sql.catalyst.InternalRow
+import org.apache.spark.sql.catalyst.expressions.Attribute
+import org.apache.spark.sql.catalyst.plans.logical.{LogicalPlan, V2WriteCommand}
 import org.apache.spark.sql.catalyst.rules.Rule
-import org.apache.spark.sql.execution.{ColumnarRule, SparkPlan}
-import org.apache.spark.sql.execution.command.DataWritingCommandExec
+import org.apache.spark.sql.execution.{ColumnarRule, SparkPlan, UnaryExecNode}
+import org.apache.spark.sql.execution.command.{DataWritingCommandExec, ExecutedCommandExec}
 import org.apache.spark.sql.execution.datasources.InsertIntoHadoopFsRelationCommand
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.execution.metric.SQLMetric
+import org.apache.spark.sql.streaming.StreamingQueryListener
 import org.apache.spark.util.CollectionAccumulator
 
 import sparkbloom.BloomConf
 import sparkbloom.api.BloomIndexes
-import sparkbloom.index.{IndexDescription, IndexManager, IndexStore, TableRef, WriteIndexer}
+import sparkbloom.formats.TableFormats
+import sparkbloom.index.{IndexDescription, IndexManager, IndexStore, TableFormat, TableRef, WriteIndexer}
 import sparkbloom.shims.DelegatingWriteCommand
 
 /**
@@ -54,18 +61,88 @@ final case class IndexMaintainingWrite(inner: InsertIntoHadoopFsRelationCommand,
     copy(inner = inner.withNewChildren(Seq(newChild)).asInstanceOf[InsertIntoHadoopFsRelationCommand])
 }
 
+/**
+ * A write into a Delta or Iceberg table (an append, an overwrite, MERGE, UPDATE, DELETE, Delta's OPTIMIZE), run as
+ * the table format plans it, then each bloom index on the tables it committed to refreshed incrementally before the
+ * write returns: the new files are indexed (the files' own filters harvested, or their indexed columns read) and
+ * the files the commit removed are dropped. A failed write fails as it would have; a failed refresh is logged and
+ * leaves the index as it was, the new files merely uncovered (never a failed write).
+ */
+final case class IndexMaintainingTableWrite(child: SparkPlan, written: Seq[TableFormat.Written])
+  extends UnaryExecNode {
+  override def output: Seq[Attribute] = child.output
+  override def nodeName: String = "MaintainBloomIndexes"
+  override def simpleString(maxFields: Int): String =
+    s"$nodeName [${written.map(_.table.display).mkString(", ")}]"
+
+  private def maintained[T](result: T): T = {
+    MaintainOnWrite.afterTableWrite(Option[SparkSession](session).getOrElse(SparkSession.active), written)
+    result
+  }
+  override def executeCollect(): Array[InternalRow] = maintained(child.executeCollect())
+  override protected def doExecute(): RDD[InternalRow] = maintained(child.execute())
+  override protected def withNewChildInternal(newChild: SparkPlan): IndexMaintainingTableWrite =
+    copy(child = newChild)
+}
+
 object MaintainOnWrite extends Logging {
   /** The physical rule: Parquet writes into a table that has bloom indexes run through [[IndexMaintainingWrite]]. */
   final class WrapRule(session: SparkSession) extends ColumnarRule {
-    override def preColumnarTransitions: Rule[SparkPlan] = (plan: SparkPlan) =>
+    override def preColumnarTransitions: Rule[SparkPlan] = (plan: SparkPlan) => {
+      StreamingMaintenance.register(session)
       plan match {
         case w @ DataWritingCommandExec(cmd: InsertIntoHadoopFsRelationCommand, _) if applies(session, cmd) =>
           indexedByTasks(session, cmd) match {
             case Some((indexing, b)) => w.copy(cmd = IndexMaintainingWrite(indexing, Some(b)))
             case None => w.copy(cmd = IndexMaintainingWrite(withNativeFilters(session, cmd)))
           }
+        case e: ExecutedCommandExec => maintaining(e, e.cmd)
+        case p if p.logicalLink.exists(_.isInstanceOf[V2WriteCommand]) => maintaining(p, p.logicalLink.get)
         case other => other
       }
+    }
+
+    /** `plan`, planned from `write`, wrapped when it commits to a Delta or Iceberg table that has indexes. */
+    private def maintaining(plan: SparkPlan, write: LogicalPlan): SparkPlan = {
+      val written = tablesWritten(session, write)
+      if (written.isEmpty) plan else IndexMaintainingTableWrite(plan, written)
+    }
+  }
+
+  /**
+   * The tables of a format other than plain Parquet (Delta, Iceberg) that `write` commits to and whose writes
+   * maintain an index. Reads only their index directories and newest commits. Never throws (none, on any error).
+   */
+  def tablesWritten(session: SparkSession, write: LogicalPlan): Seq[TableFormat.Written] =
+    try {
+      if (!BloomConf.maintainOnWrite(session)) Nil
+      else
+        TableFormats.all.flatMap(_.writtenBy(session, write)).distinct.filter(w => indexNames(session, w.root).nonEmpty)
+    } catch {
+      case NonFatal(e) =>
+        logWarning(s"sparkbloom: cannot tell which indexed tables ${write.nodeName} writes; not maintained", e); Nil
+    }
+
+  /**
+   * After a Delta or Iceberg write committed: each maintained index on the tables it wrote gets an incremental
+   * refresh (then an OPTIMIZE once fragmented, as after Parquet writes). Never throws.
+   */
+  def afterTableWrite(session: SparkSession, written: Seq[TableFormat.Written]): Unit = written.foreach { w =>
+    val names = try indexNames(session, w.root)
+    catch { case NonFatal(e) => logWarning(s"sparkbloom: cannot list the bloom indexes of ${w.table}", e); Nil }
+    lazy val resolved = BloomIndexes.resolve(session, w.table, refresh = true)
+    names.foreach { name =>
+      val dir = new Path(IndexStore.indexesDir(w.root, BloomConf.indexRoot(session)), name)
+      try IndexManager.update(session, resolved, name, full = false)
+      catch {
+        case NonFatal(e) =>
+          IndexManager.markNeedsRefresh(session, dir)
+          logWarning(
+            s"sparkbloom: the write into ${w.table.display} committed, but bloom index $name could not take its " +
+              "new files (they are read by every lookup until the next write or REFRESH BLOOM INDEX)", e)
+      }
+      optimizeIfFragmented(session, w.table, dir)
+    }
   }
 
   /** A Parquet write into a table with at least one bloom index, maintenance on. Never throws. */
@@ -208,7 +285,7 @@ object MaintainOnWrite extends Logging {
       })
     }
     if (fallback.nonEmpty) afterWrite(session, cmd, Nil, only = Some(fallback.map(p => new Path(p.indexDir).getName)))
-    b.plans.foreach(p => optimizeIfFragmented(session, cmd, new Path(p.indexDir)))
+    b.plans.foreach(p => optimizeIfFragmented(session, tableOf(cmd), new Path(p.indexDir)))
   }
 
   /**
@@ -216,10 +293,10 @@ object MaintainOnWrite extends Logging {
    * more than `spark.sparkbloom.maintainOnWrite.optimizeAfterSegments` writes (64), the write optimizes it (OPTIMIZE
    * BLOOM INDEX), so that a probe reads a bounded number of runs. Never throws.
    */
-  private def optimizeIfFragmented(session: SparkSession, cmd: InsertIntoHadoopFsRelationCommand, dir: Path): Unit =
+  private def optimizeIfFragmented(session: SparkSession, table: TableRef, dir: Path): Unit =
     try {
       if (IndexManager.fragments(session, dir) > BloomConf.optimizeAfterSegments(session))
-        BloomIndexes.optimize(session, tableOf(cmd), dir.getName)
+        BloomIndexes.optimize(session, table, dir.getName)
     } catch {
       case NonFatal(e) => logWarning(s"sparkbloom: could not optimize bloom index ${dir.getName} after a write", e)
     }
@@ -228,7 +305,7 @@ object MaintainOnWrite extends Logging {
    * The indexes stored under the table at `root` that its writes maintain (all but those created with
    * `maintain_on_write = false`). Reads only their directories and newest commits: no table listing.
    */
-  private def indexNames(session: SparkSession, root: Path): Seq[String] = {
+  def indexNames(session: SparkSession, root: Path): Seq[String] = {
     val dir = IndexStore.indexesDir(root, BloomConf.indexRoot(session))
     val fs = dir.getFileSystem(session.sessionState.newHadoopConf())
     if (!fs.exists(dir)) Nil
@@ -270,6 +347,78 @@ object MaintainOnWrite extends Logging {
       val options = Seq(d.fpp.map("fpp" -> _.toString), d.ndv.map("ndv" -> _.toString),
         d.falseReadsPerKey.map(BloomIndexes.FalseReadsPerKeyKey -> _.toString)).flatten.toMap
       attempt(d.name)(BloomIndexes.create(session, table, d.name, d.columns, options, ifNotExists = true))
+    }
+  }
+}
+
+/**
+ * Maintenance on write for Structured Streaming sinks that commit without a command Spark plans (the file sink,
+ * Delta's sink): after each micro-batch, its progress event names the sink, and the sink's table, when it has
+ * maintained indexes, gets the incremental refresh of a write ([[MaintainOnWrite.afterTableWrite]]). The refreshes
+ * run on one background thread per application, in the order batches end; a table already waiting for a refresh is
+ * not queued twice, so a refresh slower than the batches covers several of them at once. The batch itself never
+ * waits: its files are read by every lookup until the refresh that follows it commits (writes through
+ * `foreachBatch` are Spark or table-format writes, maintained before they return).
+ */
+object StreamingMaintenance extends Logging {
+  private val registered = new java.util.WeakHashMap[SparkContext, Listener]()
+
+  /** Listens to `session`'s application (once per SparkContext); refreshes run with `session`'s settings. */
+  def register(session: SparkSession): Unit = {
+    val sc = session.sparkContext
+    if (!registered.containsKey(sc)) registered.synchronized {
+      if (!registered.containsKey(sc)) {
+        val l = new Listener(session)
+        sc.addSparkListener(l)
+        registered.put(sc, l)
+      }
+    }
+  }
+
+  /**
+   * Waits until every refresh queued for `session`'s application so far has run (tests, benchmarks); false after
+   * `timeoutMs`.
+   */
+  def await(session: SparkSession, timeoutMs: Long): Boolean =
+    Option(registered.synchronized(registered.get(session.sparkContext))).forall(_.await(timeoutMs))
+
+  final class Listener(session: SparkSession) extends SparkListener {
+    private val pending = java.util.concurrent.ConcurrentHashMap.newKeySet[String]()
+    private val executor = java.util.concurrent.Executors.newSingleThreadExecutor { (r: Runnable) =>
+      val t = new Thread(r, "sparkbloom-streaming-maintenance")
+      t.setDaemon(true)
+      t
+    }
+
+    override def onOtherEvent(event: SparkListenerEvent): Unit = event match {
+      case e: StreamingQueryListener.QueryProgressEvent if e.progress.sink != null =>
+        try {
+          if (BloomConf.maintainOnWrite(session)) {
+            val written = TableFormats.all.iterator.flatMap(_.writtenBySink(session, e.progress.sink.description))
+            written.take(1).foreach { w =>
+              if (pending.add(w.root.toString)) executor.execute { () =>
+                pending.remove(w.root.toString)
+                try {
+                  SparkSession.setActiveSession(session)
+                  if (MaintainOnWrite.indexNames(session, w.root).nonEmpty)
+                    MaintainOnWrite.afterTableWrite(session, Seq(w))
+                } catch {
+                  case NonFatal(t) =>
+                    logWarning(s"sparkbloom: bloom indexes of ${w.table.display} not refreshed after a batch", t)
+                }
+              }
+            }
+          }
+        } catch {
+          case NonFatal(t) => logWarning("sparkbloom: a streaming batch's sink could not be told", t)
+        }
+      case _ =>
+    }
+
+    def await(timeoutMs: Long): Boolean = {
+      val done = new java.util.concurrent.CountDownLatch(1)
+      executor.execute(() => done.countDown())
+      done.await(timeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS)
     }
   }
 }

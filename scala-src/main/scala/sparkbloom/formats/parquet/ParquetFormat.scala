@@ -108,6 +108,11 @@ object ParquetFormat extends TableFormat {
   // ---------------------------------------------------------------------------------------------
   // The table a DataFrame reads
 
+  /** Spark's file sink (`FileSink[path]`): the directory it writes, read through its `_spark_metadata` log. */
+  override def writtenBySink(session: SparkSession, description: String): Option[TableFormat.Written] =
+    TableFormat.sinkPath(session, "FileSink", description).map(root =>
+      TableFormat.Written(root, TableRef.Path(root.toString)))
+
   override def tableOf(leaf: LogicalPlan): Option[TableRef] = leaf match {
     case FsRelation(_, fs, _, table, _) if isParquet(fs) =>
       fs.location match {

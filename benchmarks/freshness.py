@@ -3,8 +3,9 @@
 (Delta's sink, then Spark's Parquet file sink), and point lookups run beside it, each for a key an earlier batch
 wrote (issue "an index that keeps up": lookups during the run read <= 2 files, p50 latency flat).
 
-Each micro-batch writes --rows rows in one file (keys ``u-<n>``, unique). The index is created over the first
-batch; from then on no REFRESH is run: the sink's batches are indexed by maintenance on write (the refresh that
+Each micro-batch writes --rows rows in one file. Keys are unique and random-looking (``<8 hex digits>-<n>``), so
+every file's min/max statistics span the whole key range and Delta's own data skipping cannot drop a file. The
+index is created over the first batch; from then on no REFRESH is run: the sink's batches are indexed by maintenance on write (the refresh that
 follows each batch's progress event). A lookup thread picks a key written at least one batch earlier and runs
 ``k = key`` with sparkbloom on, recording the files the scan read (the skipping record's ``files_kept``: the
 files the index kept plus those not yet covered), the table's file count and the wall time; every --check-every
@@ -30,9 +31,8 @@ import tempfile
 import threading
 import time
 
-from pyspark.sql import SparkSession
-
 import sparkbloom
+from pyspark.sql import SparkSession
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -49,6 +49,10 @@ def session(jars: str, warehouse: str) -> SparkSession:
     return sparkbloom.configure(builder).getOrCreate()
 
 
+def key(i: int) -> str:
+    return f"{(i * 2654435761) % 4294967296:08x}-{i}"
+
+
 def run_sink(spark: SparkSession, sink: str, base: str, args) -> dict:
     path, inputs, checkpoint = (os.path.join(base, sink, d) for d in ("table", "input", "checkpoint"))
     os.makedirs(inputs)
@@ -59,7 +63,7 @@ def run_sink(spark: SparkSession, sink: str, base: str, args) -> dict:
         tmp = os.path.join(base, sink, f".b{b}.json")
         with open(tmp, "w") as f:
             for i in range(b * args.rows, (b + 1) * args.rows):
-                f.write(f'{{"id": {i}, "k": "u-{i}", "v": {i % 7}}}\n')
+                f.write(f'{{"id": {i}, "k": "{key(i)}", "v": {i % 7}}}\n')
         os.rename(tmp, os.path.join(inputs, f"b{b:06d}.json"))
 
     batch_file(0)
@@ -81,9 +85,9 @@ def run_sink(spark: SparkSession, sink: str, base: str, args) -> dict:
             if committed < 2:
                 time.sleep(0.05)
                 continue
-            key = f"u-{rng.randrange(0, (committed - 1) * args.rows)}"
+            k = key(rng.randrange(0, (committed - 1) * args.rows))
             t0 = time.perf_counter()
-            df = reader.load(path).where(f"k = '{key}'")
+            df = reader.load(path).where(f"k = '{k}'")
             rows = df.collect()
             elapsed = time.perf_counter() - t0
             skip = sparkbloom.skipping(df)
@@ -95,11 +99,11 @@ def run_sink(spark: SparkSession, sink: str, base: str, args) -> dict:
             if n % args.check_every == 0:
                 spark.conf.set("spark.sparkbloom.enabled", "false")  # shared session: the lookup thread's only use
                 try:
-                    off = reader.load(path).where(f"k = '{key}'").collect()
+                    off = reader.load(path).where(f"k = '{k}'").collect()
                 finally:
                     spark.conf.set("spark.sparkbloom.enabled", "true")
                 if sorted(map(tuple, rows)) != sorted(map(tuple, off)):
-                    mismatches.append(f"{key}: {rows} with the index, {off} without")
+                    mismatches.append(f"{k}: {rows} with the index, {off} without")
 
     t = threading.Thread(target=lookups, daemon=True)
     t.start()
@@ -117,8 +121,14 @@ def run_sink(spark: SparkSession, sink: str, base: str, args) -> dict:
         stream.stop()
     run_s = time.perf_counter() - started
     jvm = spark.sparkContext._jvm
-    jvm.sparkbloom.sql.StreamingMaintenance.await(spark._jsparkSession, 120_000)
-    d = sparkbloom.indexes(spark, path)[0].describe()
+    # the last batches' refreshes follow their progress events, which the listener bus delivers asynchronously
+    deadline = time.time() + 120
+    while True:
+        getattr(jvm.sparkbloom.sql.StreamingMaintenance, "await")(spark._jsparkSession, 60_000)  # a Python keyword
+        d = sparkbloom.indexes(spark, path)[0].describe()
+        if d["files_not_covered"] == 0 or time.time() > deadline:
+            break
+        time.sleep(0.5)
 
     measured = [s for s in samples if s["files_read"] is not None]
     deciles = []
@@ -163,7 +173,7 @@ def main() -> int:
         r = run_sink(spark, sink, base, args)
         print(json.dumps({k: v for k, v in r.items() if k != "deciles"}), flush=True)
         results.append(r)
-    out = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    out = {"date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
            "machine": f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f} at the end",
            "command": " ".join(sys.argv), "results": results}
     if args.out:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import glob
 import json
 import os
 import platform
@@ -42,14 +43,26 @@ def main() -> int:
     ap.add_argument("--extra-columns", type=int, default=0,
                     help="unindexed columns added to the four (half bigints, half 24-character strings): a wider "
                          "table, as event tables are")
+    ap.add_argument("--format", choices=["parquet", "delta"], default="parquet",
+                    help="the tables' format: Spark's Parquet, or Delta Lake (its jars from target/lakehouse, as "
+                         "`dev/sbt lakehouseJars` copies them; the index is brought up to date after Delta's commit)")
     ap.add_argument("--maintain", choices=["on", "off"], default="on",
                     help="spark.sparkbloom.maintainOnWrite.enabled (off: the control, an indexed table written as "
                          "any other; its files are then left uncovered)")
     args = ap.parse_args()
 
     tmp = tempfile.mkdtemp(prefix="sparkbloom-write-")
+    lake: dict[str, str] = {}
+    if args.format == "delta":
+        line = sparkbloom.session.line_for(*sparkbloom.session.spark_version())
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        lake = {"spark.jars": ",".join(sorted(glob.glob(os.path.join(root, "target", "lakehouse", f"spark-{line}",
+                                                                     "*.jar")))),
+                "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+                "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+                "spark.databricks.delta.snapshotPartitions": "2"}
     spark: SparkSession = sparkbloom.session.local_session("write maintenance", warehouse_dir=os.path.join(tmp, "wh"),
-                                                          conf={"spark.log.level": "WARN",
+                                                          conf={**lake, "spark.log.level": "WARN",
                                                                 "spark.sparkbloom.maintainOnWrite.enabled":
                                                                     str(args.maintain == "on").lower(),
                                                                 "spark.sparkbloom.maintainOnWrite.inTask":
@@ -64,9 +77,9 @@ def main() -> int:
         return (spark.range(start, start + args.rows, 1, args.files)
                 .selectExpr("id", "uuid() AS key", "id * 7 AS v", "repeat('x', 40) AS pad", *extra))
 
-    batch(0).write.parquet(plain)
-    batch(0).write.parquet(indexed)
-    spark.read.parquet(indexed).bloomFilterIndex("id", "key", name="ix")
+    batch(0).write.format(args.format).save(plain)
+    batch(0).write.format(args.format).save(indexed)
+    spark.read.format(args.format).load(indexed).bloomFilterIndex("id", "key", name="ix")
 
     times: dict[str, list[float]] = {"plain": [], "indexed": []}
     jvm_gc = spark.sparkContext._jvm.java.lang.System.gc
@@ -79,7 +92,7 @@ def main() -> int:
             df = batch(start)
             jvm_gc()  # each write starts from a collected heap: neither pays for the other's garbage
             t = time.perf_counter()
-            df.write.mode("append").parquet(path)
+            df.write.format(args.format).mode("append").save(path)
             elapsed = time.perf_counter() - t
             if r >= args.warmup:
                 times[name].append(elapsed)
@@ -96,7 +109,7 @@ def main() -> int:
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, load {os.getloadavg()[0]:.2f} at the end",
         "rows_per_append": args.rows, "files_per_append": args.files, "rounds": args.rounds,
-        "extra_columns": args.extra_columns, "maintain": args.maintain, "in_task": args.in_task, "native_filters": args.native_filters,
+        "format": args.format, "extra_columns": args.extra_columns, "maintain": args.maintain, "in_task": args.in_task, "native_filters": args.native_filters,
         "plain_s": times["plain"], "indexed_s": times["indexed"],
         "median_plain_s": med["plain"], "median_indexed_s": med["indexed"],
         "ratio": med["indexed"] / med["plain"],

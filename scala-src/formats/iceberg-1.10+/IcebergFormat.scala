@@ -7,15 +7,16 @@ import org.apache.hadoop.fs.Path
 import org.apache.iceberg.{BaseTable, Schema}
 import org.apache.iceberg.spark.source.SparkTable
 import org.apache.spark.sql.SparkSession
-import org.apache.spark.sql.catalyst.expressions.{ExprId, Expression}
+import org.apache.spark.sql.catalyst.expressions.{Attribute, ExprId, Expression}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, RowLevelWrite, V2WriteCommand}
 import org.apache.spark.sql.connector.catalog.{Table => SparkCatalogTable}
-import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
+import org.apache.spark.sql.execution.SparkPlan
+import org.apache.spark.sql.execution.datasources.v2.{BatchScanExec, DataSourceV2Relation, DataSourceV2ScanRelation}
 import org.slf4j.LoggerFactory
 
 import sparkbloom.index.{
-  DataFile, IndexDiscovery, IndexPruner, IndexedColumn, ResolvedTable, RowGroupSelection, SerializableConf, TableFormat,
-  TableListing, TableRef
+  DataFile, IndexDiscovery, IndexPruner, IndexVersion, IndexedColumn, KeySetPruner, KeySource, ResolvedTable,
+  RowGroupSelection, SerializableConf, TableFormat, TableListing, TableRef
 }
 import sparkbloom.predicate.Conditions
 import sparkbloom.scan.NativeFilters
@@ -130,6 +131,53 @@ object IcebergFormat extends TableFormat {
       catch {
         case NonFatal(e) =>
           log.warn(s"sparkbloom: Iceberg scan of ${r.table.name()} left as it was after an error: $e"); None
+      }
+    case _ => None
+  }
+
+  /**
+   * Key-set pruning (joins, `IN (subquery)`, `EXISTS`): the scan unchanged when an index covers `attr` (the run-time
+   * filter is planted above it and bound physically, [[keySetPhysical]]). Not for a partition source column
+   * (Spark's dynamic partition pruning has it), nor for the reads of MERGE, UPDATE and DELETE (their table is Spark's
+   * row-level operation table, not Iceberg's).
+   */
+  override def keySetScan(session: SparkSession, leaf: LogicalPlan, attr: Attribute, nullFor: Option[Any],
+                          label: String): Option[LogicalPlan] = leaf match {
+    // before Spark builds the V2 scan (pre-CBO rules run before V2 push-down), or after
+    case r: DataSourceV2Relation if isIcebergTable(r.table) =>
+      keySetIndexes(session, r.table.asInstanceOf[SparkTable], attr).map(_ => r)
+    case s: DataSourceV2ScanRelation if isIcebergTable(s.relation.table) && KeySetIcebergScan.supports(s.scan) =>
+      keySetIndexes(session, s.relation.table.asInstanceOf[SparkTable], attr).map(_ => s)
+    case _ => None
+  }
+
+  /** The indexes covering `attr` of Iceberg table `st` (by field id), or None. */
+  private def keySetIndexes(session: SparkSession, st: SparkTable,
+                            attr: Attribute): Option[Seq[(IndexVersion, String)]] = st.table() match {
+    case table: BaseTable =>
+      val schema = IcebergTables.readSchema(table, st).getOrElse(return None)
+      val field = Option(
+        if (session.sessionState.conf.caseSensitiveAnalysis) schema.findField(attr.name)
+        else schema.caseInsensitiveFindField(attr.name)).getOrElse(return None)
+      if (table.spec().fields().asScala.exists(_.sourceId() == field.fieldId())) return None
+      val root = locationPath(table.location(), session)
+      Some(IndexDiscovery.indexesOf(session, root, attr,
+        (id: ExprId, indexed: Seq[IndexedColumn]) =>
+          if (id != attr.exprId) None
+          else indexed.find(_.sameColumn("", Some(field.fieldId()))).map(_.name))).filter(_.nonEmpty)
+    case _ => None
+  }
+
+  /** The physical half: Iceberg's batch scan, its tasks chosen by `keys` when it runs ([[KeySetIcebergScan]]). */
+  override def keySetPhysical(session: SparkSession, scan: SparkPlan, attr: Attribute, nullFor: Option[Any],
+                              keys: KeySource): Option[SparkPlan] = scan match {
+    case b: BatchScanExec if isIcebergTable(b.table) && KeySetIcebergScan.supports(b.scan) =>
+      val st = b.table.asInstanceOf[SparkTable]
+      keySetIndexes(session, st, attr).map { cols =>
+        val keySet = new KeySetPruner(session, cols, attr.exprId, attr.dataType, nullFor, new RowGroupSelection(false),
+          st.name(), int96Probes = false, s"${attr.name} IN (run-time keys)", Some(keys))
+        val conf = new SerializableConf(session.sessionState.newHadoopConf())
+        b.copy(scan = new KeySetIcebergScan(b.scan, keySet, conf))
       }
     case _ => None
   }

@@ -82,6 +82,7 @@ object BloomScanMetricsExec {
       }
     case b: BatchScanExec => b.scan match {
         case v: BloomParquetScanV2 => v.index.map(_.pruner)
+        case v: PrunedSource => Some(v.pruner) // Iceberg's scan pruned by run-time keys
         case _ => b.table match {
             case t: PrunedSource => Some(t.pruner)
             case _ => None

@@ -18,6 +18,10 @@ object SkippingReport extends AdaptiveSparkPlanHelper {
         s.relation.location.listFiles(s.partitionFilters, s.dataFilters)
         pruner.lastSkipping
       }.map(withNative(s, _))
+    case b: org.apache.spark.sql.execution.datasources.v2.BatchScanExec if b.scan.isInstanceOf[PrunedSource] =>
+      // Iceberg pruned by run-time keys: decided when the scan plans its partitions.
+      val pruner = b.scan.asInstanceOf[PrunedSource].pruner
+      pruner.lastSkipping.orElse { b.inputPartitions; b.scan.asInstanceOf[PrunedSource].pruner.lastSkipping }
     case b: org.apache.spark.sql.execution.datasources.v2.BatchScanExec if b.table.isInstanceOf[PrunedSource] =>
       // Iceberg: the decision is taken when the scan plans its tasks.
       val pruner = b.table.asInstanceOf[PrunedSource].pruner

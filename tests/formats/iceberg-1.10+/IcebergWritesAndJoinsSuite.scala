@@ -1,0 +1,140 @@
+package sparkbloom.formats.iceberg
+
+import org.apache.spark.sql.Row
+import org.apache.spark.sql.functions._
+import org.scalatest.funsuite.AnyFunSuite
+
+import sparkbloom.api.BloomIndexes
+import sparkbloom.formats.LakehouseSpark
+import sparkbloom.index.{IndexDescription, TableRef}
+
+/**
+ * The writes and joins of an Iceberg lake.
+ *
+ * Key-set pruning of Iceberg scans: a join, an `IN (subquery)` and a left semi join read only the data files whose
+ * filters may hold one of the keys the other side gives at run time; the preserved side of an outer join, and the
+ * reads of MERGE, are never pruned. Every query is compared with sparkbloom off.
+ *
+ * Maintenance on write for Iceberg tables: appends, overwrites and the rewrites of MERGE, UPDATE and DELETE, in
+ * copy-on-write and merge-on-read tables, leave no data file uncovered when they return; every lookup after them
+ * answers as sparkbloom off does, on a twin table written the same way without an index.
+ */
+class IcebergWritesAndJoinsSuite extends AnyFunSuite with LakehouseSpark {
+  override protected def formatExtension: String = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+  override protected def formatConf(warehouse: String): Map[String, String] = Map(
+    "spark.sql.catalog.ice" -> "org.apache.iceberg.spark.SparkCatalog",
+    "spark.sql.catalog.ice.type" -> "hadoop",
+    "spark.sql.catalog.ice.warehouse" -> (warehouse + "/ice"),
+    "spark.sparkbloom.runtimePruning.minTableSize" -> "0")
+
+  private def modes(mode: String): String =
+    s"'format-version' = '2', 'write.distribution-mode' = 'none', 'write.delete.mode' = '$mode', " +
+      s"'write.update.mode' = '$mode', 'write.merge.mode' = '$mode'"
+
+  private def described(table: String): IndexDescription = BloomIndexes.describe(spark, TableRef.Catalog(table), "ix")
+
+  private def sorted(table: String): Seq[Row] =
+    withIndexEnabled(on = false)(spark.table(table).collect().toSeq.sortBy(_.toString))
+
+  private def lookup(table: String, key: String, expected: Int): Long = {
+    val o = compare(spark.table(table).where(s"k = '$key'"))
+    assert(o.on == o.off && o.on.size == expected, s"$table k = $key: ${o.on} / ${o.off}")
+    assert(o.skipping.nonEmpty, s"$table k = $key was not pruned: ${o.plan}")
+    o.kept
+  }
+
+  for (mode <- Seq("copy-on-write", "merge-on-read")) test(s"appends, MERGE, UPDATE and DELETE ($mode) are covered") {
+    val on = s"ice.db.m_${mode.take(1)}_on"
+    val off = s"ice.db.m_${mode.take(1)}_off"
+    sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
+    for (t <- Seq(on, off)) {
+      sql(s"CREATE TABLE $t (id BIGINT, k STRING, v BIGINT) USING iceberg TBLPROPERTIES (${modes(mode)})")
+      spark.range(0, 3000, 1, 12).selectExpr("id", "concat('u-', cast(id as string)) as k", "id % 7 as v")
+        .writeTo(t).append()
+    }
+    sql(s"CREATE BLOOM INDEX ix ON $on (k)")
+    spark.range(0, 20).selectExpr("concat('u-', cast(id * 150 + if(id >= 10, 5000, 0) as string)) as key",
+      "id as nv").createOrReplaceTempView("src")
+    def both(stmt: String => String): Unit = {
+      sql(stmt(on))
+      withIndexEnabled(on = false)(sql(stmt(off)))
+      assert(sorted(on) == sorted(off), stmt(on))
+      val d = described(on)
+      assert(d.filesNotCovered == 0 && d.filesCovered == d.filesInTable, s"${stmt(on)}: $d")
+    }
+    both(t => s"INSERT INTO $t SELECT id, concat('u-', cast(id as string)), 0 FROM range(3000, 3200, 1, 3)")
+    assert(lookup(on, "u-3100", 1) <= 2)
+    both(t => s"""MERGE INTO $t t USING src s ON t.k = s.key
+                 |WHEN MATCHED THEN UPDATE SET v = s.nv
+                 |WHEN NOT MATCHED THEN INSERT (id, k, v) VALUES (-1, s.key, s.nv)""".stripMargin)
+    assert(lookup(on, "u-6500", 1) <= 2) // inserted by the MERGE
+    both(t => s"UPDATE $t SET k = 'changed-' || k WHERE id % 1000 = 7")
+    assert(lookup(on, "changed-u-1007", 1) <= 2)
+    both(t => s"DELETE FROM $t WHERE id % 500 = 1")
+    assert(lookup(on, "u-1501", 0) <= 3)
+    assert(lookup(on, "u-2999", 1) <= 3)
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Key-set pruning
+
+  private val Files = 60
+
+  /** 60 files x 50 rows; keys spread so that min/max statistics cannot prune them. */
+  private lazy val table: String = {
+    sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
+    sql("""CREATE TABLE ice.db.ks (id BIGINT, k STRING, v BIGINT) USING iceberg TBLPROPERTIES (
+          |'format-version' = '2', 'write.distribution-mode' = 'none')""".stripMargin)
+    spark.range(0, 3000, 1, Files).selectExpr("id", "concat('u-', cast((id * 7919) % 3000 as string)) as k",
+      "id % 7 as v").writeTo("ice.db.ks").append()
+    sql("CREATE BLOOM INDEX ix ON ice.db.ks (k)")
+    "ice.db.ks"
+  }
+
+  private def keyFrame(values: String*) = spark.createDataFrame(values.map(Tuple1(_))).toDF("key")
+
+  test("a join with an Iceberg table reads only the files holding the keys") {
+    val o = compare(spark.table(table).join(keyFrame("u-17", "u-2500", "absent"), col("k") === col("key")))
+    assert(o.on == o.off && o.on.size == 2)
+    assert(o.metrics.get("keysProbed").contains(3L), o.metrics)
+    assert(o.skipping.exists(s => s.filesTotal == Files && s.filesKept <= 4), o.skipping)
+    assert(o.plan.toString.contains("run-time keys"), o.plan.toString)
+  }
+
+  test("IN (subquery) and a left semi join are pruned; duplicate and NULL keys change nothing") {
+    keyFrame("u-5", "u-5", "u-2999", null).createOrReplaceTempView("wanted")
+    for (q <- Seq(s"SELECT * FROM $table WHERE k IN (SELECT key FROM wanted)",
+        s"SELECT * FROM $table t LEFT SEMI JOIN wanted w ON t.k = w.key")) {
+      val o = compare(sql(q))
+      assert(o.on == o.off && o.on.size == 2, q)
+      assert(o.skipping.exists(s => s.filesTotal == Files && s.filesKept <= 4), s"$q: ${o.skipping}")
+    }
+  }
+
+  test("the preserved side of an outer join and an anti join are read whole") {
+    val left = compare(spark.table(table).join(keyFrame("u-17"), col("k") === col("key"), "left_outer"))
+    assert(left.on == left.off && left.on.size == 3000)
+    assert(left.skipping.forall(s => s.filesKept == s.filesTotal), left.skipping)
+    val anti = compare(spark.table(table).join(keyFrame("u-17"), col("k") === col("key"), "left_anti"))
+    assert(anti.on == anti.off && anti.on.size == 2999)
+    assert(anti.skipping.forall(s => s.filesKept == s.filesTotal), anti.skipping)
+  }
+
+  test("a MERGE into the indexed table equals the same MERGE with sparkbloom off") {
+    for (t <- Seq("ice.db.km_on", "ice.db.km_off")) {
+      sql(s"CREATE TABLE $t (id BIGINT, k STRING, v BIGINT) USING iceberg TBLPROPERTIES ('format-version' = '2')")
+      spark.range(0, 1000, 1, 10).selectExpr("id", "concat('u-', cast(id as string)) as k", "0 as v").writeTo(t)
+        .append()
+    }
+    sql("CREATE BLOOM INDEX ix ON ice.db.km_on (k)")
+    keyFrame("u-3", "u-999", "new").createOrReplaceTempView("upd")
+    val merge = (t: String) =>
+      s"""MERGE INTO $t t USING upd s ON t.k = s.key WHEN MATCHED THEN UPDATE SET v = 1
+         |WHEN NOT MATCHED THEN INSERT (id, k, v) VALUES (-1, s.key, 2)""".stripMargin
+    sql(merge("ice.db.km_on"))
+    withIndexEnabled(on = false)(sql(merge("ice.db.km_off")))
+    def rows(t: String) = withIndexEnabled(on = false)(spark.table(t).collect().toSeq.sortBy(_.toString))
+    assert(rows("ice.db.km_on") == rows("ice.db.km_off"))
+    assert(rows("ice.db.km_on").count(_.getLong(2) == 1L) == 2)
+  }
+}

@@ -118,9 +118,13 @@ def test_the_lakehouse_example_prunes_delta_and_iceberg_tables(tmp_path: Path) -
         assert r["index"].startswith("by_user on "), (fmt, r)
 
 
+@pytest.mark.skipif(os.environ.get("SPARKBLOOM_BENCHMARK_TESTS") != "1",
+                    reason="benchmark script smoke: set SPARKBLOOM_BENCHMARK_TESTS=1")
 def test_the_lakehouse_benchmark_runs_and_checks_its_answers(tmp_path: Path) -> None:
     """benchmarks/lakehouse.py at a small size: it must run, find every present key once, answer as with the
-    index off, and record what the scan's filesSkipped metric counts. Never asserts on time."""
+    index off, and record what the scan's filesSkipped metric counts. Never asserts on time. A check of the
+    benchmark script (the lakehouse example's test checks sparkbloom on the same formats): with
+    ``SPARKBLOOM_BENCHMARK_TESTS=1`` (the full matrix sets it), not in CI."""
     import json
     jars = ",".join(str(j) for j in lakehouse_jars())
     out = tmp_path / "lakehouse.json"

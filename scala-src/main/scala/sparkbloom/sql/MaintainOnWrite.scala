@@ -132,18 +132,26 @@ object MaintainOnWrite extends Logging {
     catch { case NonFatal(e) => logWarning(s"sparkbloom: cannot list the bloom indexes of ${w.table}", e); Nil }
     lazy val resolved = BloomIndexes.resolve(session, w.table, refresh = true)
     names.foreach { name =>
-      val dir = new Path(IndexStore.indexesDir(w.root, BloomConf.indexRoot(session)), name)
-      try IndexManager.update(session, resolved, name, full = false)
-      catch {
-        case NonFatal(e) =>
-          IndexManager.markNeedsRefresh(session, dir)
-          logWarning(
-            s"sparkbloom: the write into ${w.table.display} committed, but bloom index $name could not take its " +
-              "new files (they are read by every lookup until the next write or REFRESH BLOOM INDEX)", e)
-      }
-      optimizeIfFragmented(session, w.table, dir)
+      updateOrMark(session, w.root, w.table.display, name)(IndexManager.update(session, resolved, name, full = false))
+      optimizeIfFragmented(session, w.table,
+        new Path(IndexStore.indexesDir(w.root, BloomConf.indexRoot(session)), name))
     }
   }
+
+  /**
+   * `update` of index `name` of the table at `root` after its write committed; on any error the index is marked for
+   * a refresh by the next write (`_needs_refresh`) and the error logged. Never throws.
+   */
+  private def updateOrMark(session: SparkSession, root: Path, table: String, name: String)(update: => Unit): Unit =
+    try update
+    catch {
+      case NonFatal(e) =>
+        IndexManager.markNeedsRefresh(session,
+          new Path(IndexStore.indexesDir(root, BloomConf.indexRoot(session)), name))
+        logWarning(
+          s"sparkbloom: the write into $table committed, but bloom index $name could not take its new " +
+            "files (they are read by every lookup until the next write or REFRESH BLOOM INDEX)", e)
+    }
 
   /** A Parquet write into a table with at least one bloom index, maintenance on. Never throws. */
   def applies(session: SparkSession, cmd: InsertIntoHadoopFsRelationCommand): Boolean =
@@ -332,15 +340,7 @@ object MaintainOnWrite extends Logging {
     val names = try only.getOrElse(indexNames(session, cmd.outputPath))
     catch { case NonFatal(e) => logWarning(s"sparkbloom: cannot list the bloom indexes of $table", e); Nil }
     def attempt(name: String)(update: => Unit): Unit =
-      try update
-      catch {
-        case NonFatal(e) =>
-          IndexManager.markNeedsRefresh(session,
-            new Path(IndexStore.indexesDir(cmd.outputPath, BloomConf.indexRoot(session)), name))
-          logWarning(
-            s"sparkbloom: the write into $table committed, but bloom index $name could not take its new " +
-              "files (they are read by every lookup until the next write or REFRESH BLOOM INDEX)", e)
-      }
+      updateOrMark(session, cmd.outputPath, table.toString, name)(update)
     lazy val resolved = BloomIndexes.resolve(session, table, refresh = true)
     names.foreach(name => attempt(name)(IndexManager.update(session, resolved, name, full = false)))
     before.filterNot(d => names.exists(_.equalsIgnoreCase(d.name))).foreach { d =>
@@ -400,8 +400,7 @@ object StreamingMaintenance extends Logging {
                 pending.remove(w.root.toString)
                 try {
                   SparkSession.setActiveSession(session)
-                  if (MaintainOnWrite.indexNames(session, w.root).nonEmpty)
-                    MaintainOnWrite.afterTableWrite(session, Seq(w))
+                  MaintainOnWrite.afterTableWrite(session, Seq(w)) // reads the table's index names itself
                 } catch {
                   case NonFatal(t) =>
                     logWarning(s"sparkbloom: bloom indexes of ${w.table.display} not refreshed after a batch", t)

@@ -159,7 +159,9 @@ lazy val root = (project in file("."))
     Test / fork := true,
     Test / parallelExecution := false,
     Test / javaOptions ++= jvmFlags ++ Seq("-Xmx6g", "-Dspark.ui.enabled=false",
-      s"-Dsparkbloom.shared=${(baseDirectory.value / ".." / "shared").getCanonicalPath}"),
+      s"-Dsparkbloom.shared=${(baseDirectory.value / ".." / "shared").getCanonicalPath}") ++
+      // The JVM ignores TMPDIR: the scratch directory dev/test chose (dev/common.sh use_ram_scratch) is passed on.
+      sys.env.get("TMPDIR").filter(_.nonEmpty).map(dir => s"-Djava.io.tmpdir=$dir"),
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
     Test / envVars += "SPARK_TESTING" -> "1",
     run / fork := true,

@@ -11,7 +11,7 @@ import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, Project
 import org.apache.spark.sql.delta.{DeltaColumnMapping, DeltaLog}
 import org.apache.spark.sql.delta.catalog.DeltaTableV2
 import org.apache.spark.sql.delta.commands.{
-  DeleteCommand, MergeIntoCommand, OptimizeTableCommand, UpdateCommand, WriteIntoDelta
+  DeleteCommand, MergeIntoCommand, OptimizeTableCommand, RestoreTableCommand, UpdateCommand, WriteIntoDelta
 }
 import org.apache.spark.sql.delta.files.{TahoeFileIndexWithSnapshotDescriptor, TahoeLogFileIndex}
 import org.apache.spark.sql.delta.sources.DeltaDataSource
@@ -75,15 +75,15 @@ object DeltaFormat extends TableFormat {
 
   private def pathName(path: String): String = "delta.`" + path.replace("`", "``") + "`"
 
-  /**
-   * The Delta tables a write commits to: `df.write.format("delta")` (by path or as a catalog table), INSERT, MERGE,
-   * UPDATE, DELETE and OPTIMIZE, as Delta plans them (its commands, or Spark's V2 writes into a Delta table).
-   */
   /** Delta's streaming sink (`DeltaSink[path]`). */
   override def writtenBySink(session: SparkSession, description: String): Option[TableFormat.Written] =
     TableFormat.sinkPath(session, "DeltaSink", description).map(root =>
       TableFormat.Written(root, TableRef.Catalog(pathName(root.toString))))
 
+  /**
+   * The Delta tables a write commits to: `df.write.format("delta")` (by path or as a catalog table), INSERT, MERGE,
+   * UPDATE, DELETE, OPTIMIZE and RESTORE, as Delta plans them (its commands, or Spark's V2 writes into a Delta table).
+   */
   override def writtenBy(session: SparkSession, write: LogicalPlan): Seq[TableFormat.Written] = {
     def of(log: DeltaLog, table: Option[CatalogTable]): TableFormat.Written =
       TableFormat.Written(log.dataPath,
@@ -105,6 +105,7 @@ object DeltaFormat extends TableFormat {
       case u: UpdateCommand => Seq(of(u.tahoeFileIndex.deltaLog, u.catalogTable))
       case d: DeleteCommand => Seq(of(d.deltaLog, d.catalogTable))
       case o: OptimizeTableCommand => v2(o.child)
+      case r: RestoreTableCommand => Seq(of(r.sourceTable.deltaLog, r.sourceTable.catalogTable))
       case s: SaveIntoDataSourceCommand if s.dataSource.isInstanceOf[DeltaDataSource] =>
         s.options.get("path").toSeq.map { p =>
           val path = new Path(p)

@@ -41,9 +41,16 @@ object IcebergFormat extends TableFormat {
   private def isIcebergTable(t: SparkCatalogTable): Boolean =
     t.getClass.getName == "org.apache.iceberg.spark.source.SparkTable"
 
+  /** The catalogs Iceberg's procedures stage file groups in: 1.10's, 1.11's. */
+  private val StagingCatalogs =
+    Set("org.apache.iceberg.spark.SparkCachedTableCatalog", "org.apache.iceberg.spark.SparkRewriteTableCatalog")
+
   override def tableOf(leaf: LogicalPlan): Option[TableRef] = leaf match {
     case r: DataSourceV2Relation if isIcebergTable(r.table) =>
       (r.catalog, r.identifier) match {
+        // not the file groups Iceberg's procedures stage in their own catalog (rewrite_data_files reads and writes
+        // them as `default_cache_iceberg`.`<id>#rewrite` in 1.10): the table they commit to is told of by a lookup
+        case (Some(c), _) if StagingCatalogs(c.getClass.getName) => None
         case (Some(c), Some(id)) if r.table.asInstanceOf[SparkTable].table().isInstanceOf[BaseTable] =>
           Some(TableRef.Catalog.of(c.name() +: id.namespace().toSeq :+ id.name()))
         case _ => None

@@ -10,7 +10,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import sparkbloom.formats.LakehouseSpark
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.{ColumnSpec, IndexDescription, TableRef}
-import sparkbloom.sql.StreamingMaintenance
+import sparkbloom.sql.BackgroundMaintenance
 
 /**
  * The writes and joins of a Delta lake. Maintenance on write: Delta's own writes (appends by path and by catalog
@@ -154,7 +154,8 @@ class DeltaWritesAndJoinsSuite extends AnyFunSuite with LakehouseSpark {
     assert(lookup(byPath, "u-1500", 1) <= 2)
   }
 
-  test("MERGE, UPDATE, DELETE and OPTIMIZE rewrite files: the rewritten ones are covered, the removed dropped") {
+  test(
+    "MERGE, UPDATE, DELETE, OPTIMIZE and RESTORE rewrite files: the rewritten ones are covered, the removed dropped") {
     for (t <- Seq("dm_on", "dm_off")) {
       sql(s"CREATE TABLE $t (id BIGINT, k STRING, v BIGINT) USING delta")
       batch(0, 1200, 6).write.format("delta").mode("append").saveAsTable(t)
@@ -182,6 +183,10 @@ class DeltaWritesAndJoinsSuite extends AnyFunSuite with LakehouseSpark {
     val d = described("dm_on")
     assert(d.filesDeleted == 0, d) // the files OPTIMIZE removed are gone from the index too
     assert(lookup("dm_on", "u-1199", 1) <= 2)
+    // RESTORE brings back the files of the first append, which the index had dropped: covered when it returns
+    both(t => s"RESTORE TABLE $t TO VERSION AS OF 1")
+    assert(lookup("dm_on", "u-1007", 1) <= 2)
+    assert(lookup("dm_on", "changed-u-1007", 0) <= 2)
   }
 
   test("an index created with maintain_on_write = false is left to REFRESH") {
@@ -215,7 +220,7 @@ class DeltaWritesAndJoinsSuite extends AnyFunSuite with LakehouseSpark {
     // the refresh follows the batch's progress event: wait for it (a failed wait fails below, never passes)
     val deadline = System.nanoTime() + 60L * 1000 * 1000 * 1000
     while (described(byPath).filesNotCovered > 0 && System.nanoTime() < deadline) {
-      StreamingMaintenance.await(spark, 5000)
+      BackgroundMaintenance.await(spark, 5000)
       Thread.sleep(200)
     }
     val d = described(byPath)

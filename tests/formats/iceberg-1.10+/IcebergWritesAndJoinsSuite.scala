@@ -7,6 +7,7 @@ import org.scalatest.funsuite.AnyFunSuite
 import sparkbloom.api.BloomIndexes
 import sparkbloom.formats.LakehouseSpark
 import sparkbloom.index.{IndexDescription, TableRef}
+import sparkbloom.sql.BackgroundMaintenance
 
 /**
  * The writes and joins of an Iceberg lake.
@@ -73,6 +74,30 @@ class IcebergWritesAndJoinsSuite extends AnyFunSuite with LakehouseSpark {
     both(t => s"DELETE FROM $t WHERE id % 500 = 1")
     assert(lookup(on, "u-1501", 0) <= 3)
     assert(lookup(on, "u-2999", 1) <= 3)
+  }
+
+  test("rewrite_data_files, which sparkbloom is not told of, is caught up by the next lookup in the background") {
+    val t = "ice.db.compacted"
+    sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
+    sql(s"CREATE TABLE $t (id BIGINT, k STRING, v BIGINT) USING iceberg TBLPROPERTIES (${modes("copy-on-write")})")
+    spark.range(0, 2000, 1, 10).selectExpr("id", "concat('u-', cast(id as string)) as k", "id % 7 as v")
+      .writeTo(t).append()
+    sql(s"CREATE BLOOM INDEX ix ON $t (k)")
+    val before = sorted(t)
+    sql(s"CALL ice.system.rewrite_data_files(table => 'db.compacted', options => map('min-input-files', '2'))")
+    val d = described(t)
+    assert(d.filesNotCovered >= 1 && d.filesNotCovered == d.filesInTable, d) // every file is new
+    withSQLConf("spark.sparkbloom.maintainOnWrite.refreshOnRead" -> "true") {
+      val o = compare(spark.table(t).where("k = 'u-1500'"))
+      assert(o.on == o.off && o.on.size == 1, o.skipping)
+      assert(BackgroundMaintenance.await(spark, 60000), "the queued refresh ran")
+    }
+    val caught = described(t)
+    assert(caught.filesNotCovered == 0 && caught.filesCovered == caught.filesInTable && caught.filesDeleted == 0,
+      caught)
+    assert(sorted(t) == before)
+    assert(lookup(t, "u-1500", 1) <= 2)
+    assert(lookup(t, "u-9999", 0) <= 1)
   }
 
   // ---------------------------------------------------------------------------------------------

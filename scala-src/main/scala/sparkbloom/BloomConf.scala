@@ -71,12 +71,20 @@ object BloomConf {
   def runtimeMaxKeptFraction(s: SparkSession): Double = s.conf.get(RuntimeMaxKeptFraction, "0.5").toDouble
 
   /**
-   * Maintenance on write: a Spark write of Parquet files (INSERT INTO / OVERWRITE, DataFrame writes to a path or a
-   * catalog table) into a table with bloom indexes brings them up to date before it returns. Off by default for
-   * now: it re-reads the new files' indexed columns, an append takes 1.5x as long (docs/maintenance-on-write.md).
+   * Maintenance on write: a write into a table with bloom indexes (Spark's Parquet writes, Delta and Iceberg commits,
+   * the file and Delta streaming sinks) brings them up to date (docs/maintenance-on-write.md). An index created with
+   * `maintain_on_write = false` is left to REFRESH.
    */
   val MaintainOnWrite = "spark.sparkbloom.maintainOnWrite.enabled"
   def maintainOnWrite(s: SparkSession): Boolean = s.conf.get(MaintainOnWrite, "true").toBoolean
+  /**
+   * Catch-up after a read: a lookup that read files a maintained index does not cover (written by another engine, by
+   * a session with maintenance off, or by a write sparkbloom is not told of, such as Iceberg's rewrite_data_files)
+   * queues an incremental refresh of the table's maintained indexes in the background. The lookup itself reads those
+   * files, as always; the next ones skip them once the refresh has committed.
+   */
+  val RefreshOnRead = "spark.sparkbloom.maintainOnWrite.refreshOnRead"
+  def refreshOnRead(s: SparkSession): Boolean = s.conf.get(RefreshOnRead, "true").toBoolean
   val VacuumRetentionCheck = "spark.sparkbloom.vacuum.retentionDurationCheck.enabled"
   def vacuumRetentionCheck(s: SparkSession): Boolean = s.conf.get(VacuumRetentionCheck, "true").toBoolean
   val OptimizeAfterSegments = "spark.sparkbloom.maintainOnWrite.optimizeAfterSegments"

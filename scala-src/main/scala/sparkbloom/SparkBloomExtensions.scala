@@ -6,7 +6,7 @@ import sparkbloom.formats.TableFormats
 import sparkbloom.functions.BloomFunctions
 import sparkbloom.index.TableFormat
 import sparkbloom.optimizer.{BloomScanRule, BloomSkippingRule, KeySetPruningRule}
-import sparkbloom.sql.{BloomSqlParser, MaintainOnWrite}
+import sparkbloom.sql.{BackgroundMaintenance, BloomSqlParser, MaintainOnWrite}
 
 /**
  * The class users name in `spark.sql.extensions`:
@@ -24,7 +24,12 @@ class SparkBloomExtensions extends (SparkSessionExtensions => Unit) {
     ext.injectParser((_, delegate) => new BloomSqlParser(delegate))
 
     // optimizer: push =, <=>, IN, IS NULL down to bloom indexes, through the table formats (TableFormats)
-    ext.injectOptimizerRule(session => new BloomSkippingRule(session, TableFormats.all, TableFormat.Optimizer))
+    // (and, before the first lookup is planned, the background maintenance that catches an index up with files a
+    // lookup found it does not cover, and with streaming sinks' batches)
+    ext.injectOptimizerRule { session =>
+      BackgroundMaintenance.register(session)
+      new BloomSkippingRule(session, TableFormats.all, TableFormat.Optimizer)
+    }
 
     // after Delta's own data skipping (list sparkbloom after Delta's extension): Delta scans
     ext.injectPreCBORule(session => new BloomSkippingRule(session, TableFormats.all, TableFormat.PreCbo))

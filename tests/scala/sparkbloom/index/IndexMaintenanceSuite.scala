@@ -5,7 +5,7 @@ import org.apache.spark.sql.functions._
 
 import sparkbloom.BloomConf
 import sparkbloom.api.BloomIndexes
-import sparkbloom.sql.StreamingMaintenance
+import sparkbloom.sql.BackgroundMaintenance
 import sparkbloom.testing.SparkSessionSuite
 
 /**
@@ -201,6 +201,32 @@ class IndexMaintenanceSuite extends SparkSessionSuite {
     intercept[Exception](spark.sql(s"VACUUM BLOOM INDEX nope ON ${table(dir)}"))
   }
 
+  test("a lookup that reads files a maintained index does not cover catches the index up in the background") {
+    val dir = tempDir("catchup") + "/t"
+    rows(0, 400, 4).write.parquet(dir)
+    spark.sql(s"CREATE BLOOM INDEX ix ON ${table(dir)} (id, s)")
+    spark.sql(s"CREATE BLOOM INDEX off ON ${table(dir)} (id) OPTIONS (maintain_on_write = false)")
+    // written as another engine would write it: the index is not told
+    withSQLConf(BloomConf.MaintainOnWrite -> "false") { rows(1000, 1200, 2).write.mode("append").parquet(dir) }
+    def lookup() = compare(spark.read.parquet(dir).where(col("s") === "k1100"))
+    // refreshOnRead off: the lookup reads the new files and the index stays as it was
+    val off = lookup()
+    assert(off.on == off.off && off.on.size == 1 && off.skipping.map(_.filesNotCovered).sum == 2, off.skipping)
+    assert(BackgroundMaintenance.await(spark, 60000))
+    assert(describe(dir)("Files Not Covered") == "2")
+    withSQLConf(BloomConf.RefreshOnRead -> "true") {
+      val first = lookup()
+      assert(first.on == first.off && first.on.size == 1 && first.skipping.map(_.filesNotCovered).sum == 2)
+      assert(BackgroundMaintenance.await(spark, 60000), "the queued refresh ran")
+      assert(describe(dir)("Files Not Covered") == "0", "the maintained index caught up")
+      assert(describe(dir, "off")("Files Not Covered") == "2", "the opted-out index is left to REFRESH")
+      val next = lookup()
+      assert(next.on == next.off && next.on.size == 1 && next.kept == 1, next.skipping)
+      assert(next.skipping.map(_.filesNotCovered).sum == 0, next.skipping)
+      lookups(dir, Seq(1100L, 150L))
+    }
+  }
+
   test("Spark's streaming file sink: each micro-batch's files are indexed after it commits") {
     implicit val ctx: org.apache.spark.sql.SQLContext = spark.sqlContext
     import spark.implicits._
@@ -220,7 +246,7 @@ class IndexMaintenanceSuite extends SparkSessionSuite {
     // the refresh follows each batch's progress event: wait for it (a wait that runs out fails below)
     val deadline = System.nanoTime() + 60L * 1000 * 1000 * 1000
     while (describe(dir)("Files Not Covered") != "0" && System.nanoTime() < deadline) {
-      StreamingMaintenance.await(spark, 5000)
+      BackgroundMaintenance.await(spark, 5000)
       Thread.sleep(200)
     }
     val d = describe(dir)

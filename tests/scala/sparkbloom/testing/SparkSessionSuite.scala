@@ -9,7 +9,7 @@ import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 import org.scalatest.BeforeAndAfterAll
 import org.scalatest.funsuite.AnyFunSuite
 
-import sparkbloom.SparkBloomExtensions
+import sparkbloom.{BloomConf, SparkBloomExtensions}
 import sparkbloom.index.ScanSkipping
 import sparkbloom.scan.{BloomScanMetricsExec, SkippingReport}
 
@@ -36,6 +36,9 @@ trait SparkSessionSuite extends AnyFunSuite with BeforeAndAfterAll with Adaptive
       .config("spark.sql.extensions", classOf[SparkBloomExtensions].getName)
       .config("spark.sql.warehouse.dir", new File(scratch, "warehouse").getAbsolutePath)
       .config("spark.driver.host", "127.0.0.1")
+      // The suites check index states (files not covered after a lookup): the background catch-up a lookup of
+      // uncovered files starts is off here, and on in the tests of it (BloomConf.RefreshOnRead).
+      .config(BloomConf.RefreshOnRead, "false")
     sparkConf.foreach { case (k, v) => builder.config(k, v) }
     started = true
     builder.getOrCreate()

@@ -81,8 +81,26 @@ object IndexManager {
     describe(spark, t, name)
   }
 
-  /** [[refresh]] without describing the new version (maintenance on write, which does not show it). */
+  /**
+   * [[refresh]] without describing the new version (maintenance on write, which does not show it). An incremental
+   * refresh that loses the commit race to another update of the index (a REFRESH, a maintained write, the background
+   * catch-up) is built again on the version that won, up to [[IncrementalAttempts]] times, so that they do not fail
+   * each other; a full one fails with [[ConcurrentIndexUpdateException]], as it asked for a rebuild of its own.
+   */
   def update(spark: SparkSession, t: ResolvedTable, name: String, full: Boolean): Unit = {
+    var attempt = 1
+    while (true) {
+      try return updateOnce(spark, t, name, full)
+      catch {
+        case e: ConcurrentIndexUpdateException if !full && attempt < IncrementalAttempts =>
+          log.info(s"sparkbloom: ${e.getMessage}; refreshing again on the newer version")
+          attempt += 1
+      }
+    }
+  }
+  val IncrementalAttempts = 3
+
+  private def updateOnce(spark: SparkSession, t: ResolvedTable, name: String, full: Boolean): Unit = {
     val dir = indexDir(spark, t, name)
     val fs = dir.getFileSystem(spark.sessionState.newHadoopConf())
     val meta = IndexStore.latestMeta(fs, dir)._1.getOrElse(

@@ -130,6 +130,8 @@ final class IndexPruner(
     lastSkipping = Some(s)
     SkippingLog.record(s)
     indexes.map(_._1.dir.toString).distinct.foreach(d => SkippingLog.recordUsage(d, s))
+    if (notCovered > 0) indexes.map(_._1).groupBy(_.dir.toString).values.foreach(v =>
+      SkippingLog.recordUncovered(session, v.head, s))
     log.info(
       s"sparkbloom: $tableName [$predicateSql]: files $filesKept of $filesTotal, row groups (indexed) $rgKept of " +
         s"$rgTotal, " +

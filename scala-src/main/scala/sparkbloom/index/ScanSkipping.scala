@@ -1,5 +1,9 @@
 package sparkbloom.index
 
+import scala.util.control.NonFatal
+
+import org.apache.spark.sql.SparkSession
+
 /** What a bloom index did for one scan: kept / total files and row groups. */
 final case class ScanSkipping(
     index: String, // "name on table" of each index used, comma separated
@@ -37,6 +41,18 @@ object SkippingLog {
     usage.compute(indexDir, (_, u) => (if (u == null) Usage(0, 0, 0, 0, 0) else u) + s)
   /** The lookups planned with the index stored at `indexDir` in this driver, summed. */
   def usageOf(indexDir: String): Usage = Option(usage.get(indexDir)).getOrElse(Usage(0, 0, 0, 0, 0))
+
+  /**
+   * Told of each lookup that read files an index does not cover (written since its last refresh by a write it was not
+   * told of): the lookup's session, the index's version and the lookup's figures. The `sql` layer's background
+   * maintenance listens (one listener per JVM, [[onUncovered]]); what it throws is dropped, never the lookup's.
+   */
+  type UncoveredListener = (SparkSession, IndexVersion, ScanSkipping) => Unit
+  @volatile private var uncoveredListener: UncoveredListener = (_, _, _) => ()
+  def onUncovered(listener: UncoveredListener): Unit = uncoveredListener = listener
+  private[index] def recordUncovered(session: SparkSession, v: IndexVersion, s: ScanSkipping): Unit =
+    try uncoveredListener(session, v, s)
+    catch { case NonFatal(_) => }
 
   @volatile private var last: Option[ScanSkipping] = None
   private[index] def record(s: ScanSkipping): Unit = last = Some(s)

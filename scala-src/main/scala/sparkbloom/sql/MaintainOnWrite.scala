@@ -23,7 +23,10 @@ import org.apache.spark.util.CollectionAccumulator
 import sparkbloom.BloomConf
 import sparkbloom.api.BloomIndexes
 import sparkbloom.formats.TableFormats
-import sparkbloom.index.{IndexDescription, IndexManager, IndexStore, TableFormat, TableRef, WriteIndexer}
+import sparkbloom.index.{
+  IndexDescription, IndexManager, IndexStore, IndexVersion, ScanSkipping, SkippingLog, TableFormat, TableRef,
+  WriteIndexer
+}
 import sparkbloom.shims.DelegatingWriteCommand
 
 /**
@@ -89,7 +92,7 @@ object MaintainOnWrite extends Logging {
   /** The physical rule: Parquet writes into a table that has bloom indexes run through [[IndexMaintainingWrite]]. */
   final class WrapRule(session: SparkSession) extends ColumnarRule {
     override def preColumnarTransitions: Rule[SparkPlan] = (plan: SparkPlan) => {
-      StreamingMaintenance.register(session)
+      BackgroundMaintenance.register(session)
       plan match {
         case w @ DataWritingCommandExec(cmd: InsertIntoHadoopFsRelationCommand, _) if applies(session, cmd) =>
           indexedByTasks(session, cmd) match {
@@ -125,25 +128,28 @@ object MaintainOnWrite extends Logging {
 
   /**
    * After a Delta or Iceberg write committed: each maintained index on the tables it wrote gets an incremental
-   * refresh (then an OPTIMIZE once fragmented, as after Parquet writes). Never throws.
+   * refresh (then an OPTIMIZE once fragmented, as after Parquet writes). Never throws; false when an index could not
+   * be listed or refreshed.
    */
-  def afterTableWrite(session: SparkSession, written: Seq[TableFormat.Written]): Unit = written.foreach { w =>
-    val names = try indexNames(session, w.root)
-    catch { case NonFatal(e) => logWarning(s"sparkbloom: cannot list the bloom indexes of ${w.table}", e); Nil }
+  def afterTableWrite(session: SparkSession, written: Seq[TableFormat.Written]): Boolean = written.map { w =>
+    val names = try Some(indexNames(session, w.root))
+    catch { case NonFatal(e) => logWarning(s"sparkbloom: cannot list the bloom indexes of ${w.table}", e); None }
     lazy val resolved = BloomIndexes.resolve(session, w.table, refresh = true)
-    names.foreach { name =>
-      updateOrMark(session, w.root, w.table.display, name)(IndexManager.update(session, resolved, name, full = false))
+    names.exists(_.map { name =>
+      val updated =
+        updateOrMark(session, w.root, w.table.display, name)(IndexManager.update(session, resolved, name, full = false))
       optimizeIfFragmented(session, w.table,
         new Path(IndexStore.indexesDir(w.root, BloomConf.indexRoot(session)), name))
-    }
-  }
+      updated
+    }.forall(identity))
+  }.forall(identity)
 
   /**
    * `update` of index `name` of the table at `root` after its write committed; on any error the index is marked for
-   * a refresh by the next write (`_needs_refresh`) and the error logged. Never throws.
+   * a refresh by the next write (`_needs_refresh`) and the error logged. Never throws; false after an error.
    */
-  private def updateOrMark(session: SparkSession, root: Path, table: String, name: String)(update: => Unit): Unit =
-    try update
+  private def updateOrMark(session: SparkSession, root: Path, table: String, name: String)(update: => Unit): Boolean =
+    try { update; true }
     catch {
       case NonFatal(e) =>
         IndexManager.markNeedsRefresh(session,
@@ -151,6 +157,7 @@ object MaintainOnWrite extends Logging {
         logWarning(
           s"sparkbloom: the write into $table committed, but bloom index $name could not take its new " +
             "files (they are read by every lookup until the next write or REFRESH BLOOM INDEX)", e)
+        false
     }
 
   /** A Parquet write into a table with at least one bloom index, maintenance on. Never throws. */
@@ -339,8 +346,9 @@ object MaintainOnWrite extends Logging {
     val table = tableOf(cmd)
     val names = try only.getOrElse(indexNames(session, cmd.outputPath))
     catch { case NonFatal(e) => logWarning(s"sparkbloom: cannot list the bloom indexes of $table", e); Nil }
-    def attempt(name: String)(update: => Unit): Unit =
-      updateOrMark(session, cmd.outputPath, table.toString, name)(update)
+    def attempt(name: String)(update: => Unit): Unit = {
+      updateOrMark(session, cmd.outputPath, table.toString, name)(update); ()
+    }
     lazy val resolved = BloomIndexes.resolve(session, table, refresh = true)
     names.foreach(name => attempt(name)(IndexManager.update(session, resolved, name, full = false)))
     before.filterNot(d => names.exists(_.equalsIgnoreCase(d.name))).foreach { d =>
@@ -352,16 +360,23 @@ object MaintainOnWrite extends Logging {
 }
 
 /**
- * Maintenance on write for Structured Streaming sinks that commit without a command Spark plans (the file sink,
- * Delta's sink): after each micro-batch, its progress event names the sink, and the sink's table, when it has
- * maintained indexes, gets the incremental refresh of a write ([[MaintainOnWrite.afterTableWrite]]). The refreshes
- * run on one background thread per application, in the order batches end; a table already waiting for a refresh is
- * not queued twice, so a refresh slower than the batches covers several of them at once. The batch itself never
- * waits: its files are read by every lookup until the refresh that follows it commits (writes through
- * `foreachBatch` are Spark or table-format writes, maintained before they return).
+ * Maintenance in the background, for writes whose end no command of this session marks:
+ *  - Structured Streaming sinks that commit without a command Spark plans (the file sink, Delta's sink): after each
+ *    micro-batch, its progress event names the sink, and the sink's table, when it has maintained indexes, gets the
+ *    incremental refresh of a write ([[MaintainOnWrite.afterTableWrite]]). The batch itself never waits: its files
+ *    are read by every lookup until the refresh that follows it commits (writes through `foreachBatch` are Spark or
+ *    table-format writes, maintained before they return).
+ *  - Catch-up after a read: a lookup that read files a maintained index does not cover (written by another engine,
+ *    by a session with maintenance off, or by a write sparkbloom is not told of, such as Iceberg's
+ *    `rewrite_data_files` procedure or Delta's REPLACE TABLE) queues the same refresh of its table
+ *    (`spark.sparkbloom.maintainOnWrite.refreshOnRead`, on by default). A refresh that fails is not retried for that
+ *    table for [[RetryAfterMs]] (a reader without write access to the table's storage fails every time).
+ * The refreshes run on one background thread per application, in the order they are asked for; a table already
+ * waiting for a refresh is not queued twice, so a refresh slower than the writes covers several of them at once.
  */
-object StreamingMaintenance extends Logging {
+object BackgroundMaintenance extends Logging {
   private val registered = new java.util.WeakHashMap[SparkContext, Listener]()
+  val RetryAfterMs: Long = 10 * 60 * 1000L
 
   /** Listens to `session`'s application (once per SparkContext); refreshes run with `session`'s settings. */
   def register(session: SparkSession): Unit = {
@@ -371,6 +386,7 @@ object StreamingMaintenance extends Logging {
         val l = new Listener(session)
         sc.addSparkListener(l)
         registered.put(sc, l)
+        SkippingLog.onUncovered(catchUp)
       }
     }
   }
@@ -382,10 +398,31 @@ object StreamingMaintenance extends Logging {
   def await(session: SparkSession, timeoutMs: Long): Boolean =
     Option(registered.synchronized(registered.get(session.sparkContext))).forall(_.await(timeoutMs))
 
+  /** A lookup read files index `v` does not cover: its table's maintained indexes are refreshed, when allowed. */
+  private def catchUp(session: SparkSession, v: IndexVersion, s: ScanSkipping): Unit =
+    if (BloomConf.refreshOnRead(session) && BloomConf.maintainOnWrite(session) &&
+      !v.meta.maintainOnWrite.contains(false)) {
+      Option(registered.synchronized(registered.get(session.sparkContext))).foreach { l =>
+        val root = new Path(v.meta.tableRoot)
+        l.queue(TableFormat.Written(root, tableOf(v.meta.table)),
+          s"a lookup read ${s.filesNotCovered} files bloom index ${v.meta.name} does not cover")
+      }
+    }
+
+  /** The table an index was built on, from the name it recorded (`TableRef.display`). */
+  private def tableOf(display: String): TableRef = {
+    val path = """(?s)parquet\.`(.*)`""".r
+    display match {
+      case path(p) => TableRef.Path(p)
+      case other => TableRef.Catalog(other)
+    }
+  }
+
   final class Listener(session: SparkSession) extends SparkListener {
     private val pending = java.util.concurrent.ConcurrentHashMap.newKeySet[String]()
+    private val failedAt = new java.util.concurrent.ConcurrentHashMap[String, java.lang.Long]()
     private val executor = java.util.concurrent.Executors.newSingleThreadExecutor { (r: Runnable) =>
-      val t = new Thread(r, "sparkbloom-streaming-maintenance")
+      val t = new Thread(r, "sparkbloom-background-maintenance")
       t.setDaemon(true)
       t
     }
@@ -395,23 +432,30 @@ object StreamingMaintenance extends Logging {
         try {
           if (BloomConf.maintainOnWrite(session)) {
             val written = TableFormats.all.iterator.flatMap(_.writtenBySink(session, e.progress.sink.description))
-            written.take(1).foreach { w =>
-              if (pending.add(w.root.toString)) executor.execute { () =>
-                pending.remove(w.root.toString)
-                try {
-                  SparkSession.setActiveSession(session)
-                  MaintainOnWrite.afterTableWrite(session, Seq(w)) // reads the table's index names itself
-                } catch {
-                  case NonFatal(t) =>
-                    logWarning(s"sparkbloom: bloom indexes of ${w.table.display} not refreshed after a batch", t)
-                }
-              }
-            }
+            written.take(1).foreach(queue(_, "after a streaming batch"))
           }
         } catch {
           case NonFatal(t) => logWarning("sparkbloom: a streaming batch's sink could not be told", t)
         }
       case _ =>
+    }
+
+    /** Queues the refresh of `w`'s maintained indexes, unless one is waiting or one failed recently. */
+    def queue(w: TableFormat.Written, why: String): Unit = {
+      val key = w.root.toString
+      val failed = Option(failedAt.get(key)).exists(t => System.currentTimeMillis() - t < RetryAfterMs)
+      if (!failed && pending.add(key)) executor.execute { () =>
+        pending.remove(key)
+        try {
+          SparkSession.setActiveSession(session)
+          logInfo(s"sparkbloom: refreshing the bloom indexes of ${w.table.display} ($why)")
+          if (!MaintainOnWrite.afterTableWrite(session, Seq(w))) failedAt.put(key, System.currentTimeMillis())
+        } catch {
+          case NonFatal(t) =>
+            failedAt.put(key, System.currentTimeMillis())
+            logWarning(s"sparkbloom: bloom indexes of ${w.table.display} not refreshed ($why)", t)
+        }
+      }
     }
 
     def await(timeoutMs: Long): Boolean = {

@@ -17,8 +17,8 @@ off for a scan whose condition compares with a floating zero or NaN. How often `
 from ``exact`` is printed (``-s``) and recorded as a test property; the known cases are asserted in
 ``test_float_lookups_*`` and ``test_negative_zeros_*`` below.
 
-Size: ``SPARKBLOOM_FUZZ_QUERIES`` conditions per writer (default 15; 25 until CI's time ran close to 30
-minutes), ``SPARKBLOOM_FUZZ_SEED`` (default
+Size: ``SPARKBLOOM_FUZZ_QUERIES`` conditions per writer (default 10; 25, then 15, until CI's time ran
+close to 30 minutes), ``SPARKBLOOM_FUZZ_SEED`` (default
 fixed); ``SPARKBLOOM_DECISION_QUERIES`` for the decision-level case (default 20000).
 """
 
@@ -45,7 +45,7 @@ import foreign_writers as fw
 from conftest import FIXTURES, harness_jar, stored_length_readable
 
 SEED = int(os.environ.get("SPARKBLOOM_FUZZ_SEED", "1313"))
-QUERIES = int(os.environ.get("SPARKBLOOM_FUZZ_QUERIES", "15"))
+QUERIES = int(os.environ.get("SPARKBLOOM_FUZZ_QUERIES", "10"))
 DECISION_QUERIES = int(os.environ.get("SPARKBLOOM_DECISION_QUERIES", "20000"))
 ALL_COLUMNS = ", ".join(fw.NAMES)
 

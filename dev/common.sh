@@ -104,14 +104,18 @@ ensure_venv() {
   export SPARK_HOME="$("$PY" -c 'import os,pyspark; print(os.path.dirname(pyspark.__file__))')"
 }
 
+PACKAGE_TASKS=(bundle lakehouseJars harness/package)
 # Builds the default line's sparkbloom.jar (+ the jars Spark does not ship) and installs the Python
 # package with it into the venv; also the line's harness jar (benchmarks/harness: DecisionFuzz for
 # tests/python/test_foreign_fuzz.py and benchmarks/long_fuzz.py), which the package does not carry.
 # dev/matrix builds the wheel with every line's jar.
+# `ensure_package built` skips the sbt run when the caller's own sbt session has just run those tasks (dev/test).
 ensure_package() {
   ensure_venv
-  log "building sparkbloom.jar (Spark line $DEFAULT_LINE)"
-  sbt bundle lakehouseJars harness/package
+  if [[ "${1:-}" != built ]]; then
+    log "building sparkbloom.jar (Spark line $DEFAULT_LINE)"
+    sbt "${PACKAGE_TASKS[@]}"
+  fi
   rm -rf "$ROOT/python/src/sparkbloom/jars"; mkdir -p "$ROOT/python/src/sparkbloom/jars/spark-$DEFAULT_LINE"
   cp "$ROOT"/target/bundle/*.jar "$ROOT/python/src/sparkbloom/jars/spark-$DEFAULT_LINE/"
   build_wheel

@@ -14,6 +14,13 @@ object TableRef {
       if (part.matches("[A-Za-z_][A-Za-z0-9_]*")) part else "`" + part.replace("`", "``") + "`"
   }
   final case class Path(path: String) extends TableRef { def display: String = s"parquet.`$path`" }
+
+  private val PathDisplay = """(?s)parquet\.`(.*)`""".r
+  /** The table whose [[TableRef.display]] is `display` (the name an index records). */
+  def ofDisplay(display: String): TableRef = display match {
+    case PathDisplay(p) => Path(p)
+    case other => Catalog(other)
+  }
 }
 
 /** One indexed column and its per-column options. */

@@ -369,8 +369,8 @@ object MaintainOnWrite extends Logging {
  *  - Catch-up after a read: a lookup that read files a maintained index does not cover (written by another engine,
  *    by a session with maintenance off, or by a write sparkbloom is not told of, such as Iceberg's
  *    `rewrite_data_files` procedure or Delta's REPLACE TABLE) queues the same refresh of its table
- *    (`spark.sparkbloom.maintainOnWrite.refreshOnRead`, on by default). A refresh that fails is not retried for that
- *    table for [[RetryAfterMs]] (a reader without write access to the table's storage fails every time).
+ *    (`spark.sparkbloom.maintainOnWrite.refreshOnRead`, on by default). After a refresh of a table fails, lookups do
+ *    not queue it again for [[RetryAfterMs]] (a reader without write access to the table's storage fails every time).
  * The refreshes run on one background thread per application, in the order they are asked for; a table already
  * waiting for a refresh is not queued twice, so a refresh slower than the writes covers several of them at once.
  */
@@ -395,28 +395,19 @@ object BackgroundMaintenance extends Logging {
    * Waits until every refresh queued for `session`'s application so far has run (tests, benchmarks); false after
    * `timeoutMs`.
    */
-  def await(session: SparkSession, timeoutMs: Long): Boolean =
-    Option(registered.synchronized(registered.get(session.sparkContext))).forall(_.await(timeoutMs))
+  def await(session: SparkSession, timeoutMs: Long): Boolean = listenerOf(session).forall(_.await(timeoutMs))
+
+  private def listenerOf(session: SparkSession): Option[Listener] =
+    Option(registered.synchronized(registered.get(session.sparkContext)))
 
   /** A lookup read files index `v` does not cover: its table's maintained indexes are refreshed, when allowed. */
   private def catchUp(session: SparkSession, v: IndexVersion, s: ScanSkipping): Unit =
     if (BloomConf.refreshOnRead(session) && BloomConf.maintainOnWrite(session) &&
       !v.meta.maintainOnWrite.contains(false)) {
-      Option(registered.synchronized(registered.get(session.sparkContext))).foreach { l =>
-        val root = new Path(v.meta.tableRoot)
-        l.queue(TableFormat.Written(root, tableOf(v.meta.table)),
-          s"a lookup read ${s.filesNotCovered} files bloom index ${v.meta.name} does not cover")
-      }
+      listenerOf(session).foreach(_.queue(
+          TableFormat.Written(new Path(v.meta.tableRoot), TableRef.ofDisplay(v.meta.table)),
+          s"a lookup read ${s.filesNotCovered} files bloom index ${v.meta.name} does not cover", afterLookup = true))
     }
-
-  /** The table an index was built on, from the name it recorded (`TableRef.display`). */
-  private def tableOf(display: String): TableRef = {
-    val path = """(?s)parquet\.`(.*)`""".r
-    display match {
-      case path(p) => TableRef.Path(p)
-      case other => TableRef.Catalog(other)
-    }
-  }
 
   final class Listener(session: SparkSession) extends SparkListener {
     private val pending = java.util.concurrent.ConcurrentHashMap.newKeySet[String]()
@@ -432,7 +423,7 @@ object BackgroundMaintenance extends Logging {
         try {
           if (BloomConf.maintainOnWrite(session)) {
             val written = TableFormats.all.iterator.flatMap(_.writtenBySink(session, e.progress.sink.description))
-            written.take(1).foreach(queue(_, "after a streaming batch"))
+            written.take(1).foreach(queue(_, "after a streaming batch", afterLookup = false))
           }
         } catch {
           case NonFatal(t) => logWarning("sparkbloom: a streaming batch's sink could not be told", t)
@@ -440,10 +431,13 @@ object BackgroundMaintenance extends Logging {
       case _ =>
     }
 
-    /** Queues the refresh of `w`'s maintained indexes, unless one is waiting or one failed recently. */
-    def queue(w: TableFormat.Written, why: String): Unit = {
+    /**
+     * Queues the refresh of `w`'s maintained indexes, unless one is waiting or, for a catch-up `afterLookup`, one
+     * failed within [[RetryAfterMs]] (every streaming batch is followed by a refresh, as before).
+     */
+    def queue(w: TableFormat.Written, why: String, afterLookup: Boolean): Unit = {
       val key = w.root.toString
-      val failed = Option(failedAt.get(key)).exists(t => System.currentTimeMillis() - t < RetryAfterMs)
+      val failed = afterLookup && Option(failedAt.get(key)).exists(t => System.currentTimeMillis() - t < RetryAfterMs)
       if (!failed && pending.add(key)) executor.execute { () =>
         pending.remove(key)
         try {

@@ -7,10 +7,14 @@ bloom filter at their defaults, Delta's own MERGE) and sparkbloom on. Cases (iss
   star    a Parquet fact of --files files joined with a dimension filtered to 100 keys, each key in <= 5 files
   merge   MERGE of --merge-keys random UUID keys (half present, half new) into a Delta table of --files files
   gdpr    MERGE ... WHEN MATCHED THEN DELETE of 100 ids from a Delta table of --files files
+  gdpr_iceberg      DELETE ... WHERE id IN (SELECT ...) of 100 ids from an Iceberg table of --files files
+                    (copy-on-write, Iceberg's default: sparkbloom prunes Spark's group-filter query)
+  gdpr_iceberg_mor  the same in a merge-on-read table (sparkbloom prunes the read that finds the rows)
   huge    the fact joined with a 1,000,000-key side: pruning must be declined, at no cost
 
 For each: the files the fact / target scan read (Spark's numFiles; for MERGE, the files its touched-file pass
-read, from the index usage DESCRIBE BLOOM INDEX reports), the files truly holding a key (from the data), the
+read, from the index usage DESCRIBE BLOOM INDEX reports; for an Iceberg DELETE, the files its query that finds the
+rows to delete read, the same way), the files truly holding a key (from the data), the
 rows (must equal with sparkbloom off: exit 1 otherwise; for MERGE, the whole table after it), and median wall
 times. Writes JSON and a plot (docs/img/joins.png).
 
@@ -45,7 +49,12 @@ def session(jars: str, warehouse: str) -> SparkSession:
                .config("spark.log.level", "ERROR").config("spark.sql.shuffle.partitions", "4")
                .config("spark.driver.memory", "6g").config("spark.jars", jars)
                .config("spark.sql.warehouse.dir", f"{warehouse}/spark")
-               .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+               .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension" +
+                       (",org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
+                        if "iceberg-spark-runtime" in jars else ""))
+               .config("spark.sql.catalog.ice", "org.apache.iceberg.spark.SparkCatalog")
+               .config("spark.sql.catalog.ice.type", "hadoop")
+               .config("spark.sql.catalog.ice.warehouse", f"{warehouse}/ice")
                .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
                .config("spark.databricks.delta.snapshotPartitions", "2"))
     return sparkbloom.configure(builder).getOrCreate()
@@ -120,18 +129,25 @@ def huge(spark: SparkSession, base: str, runs: int) -> dict:
     return result
 
 
-def delta_table(spark: SparkSession, name: str, files: int, keys: list[str], index: bool, budget: float) -> None:
+def target_table(spark: SparkSession, name: str, files: int, keys: list[str], index: bool, budget: float,
+                 iceberg_mode: str | None = None) -> None:
     spark.sql(f"DROP TABLE IF EXISTS {name}")
     df = spark.createDataFrame([(k, i, i % 7) for i, k in enumerate(keys)], "id string, n long, v long")
-    df.repartition(files).write.format("delta").saveAsTable(name)
+    if iceberg_mode is None:
+        df.repartition(files).write.format("delta").saveAsTable(name)
+    else:
+        (df.repartition(files).writeTo(name).using("iceberg").tableProperty("format-version", "2")
+         .tableProperty("write.distribution-mode", "none").tableProperty("write.delete.mode", iceberg_mode)
+         .create())
     if index:
         spark.sql(f"CREATE BLOOM INDEX ix ON {name} (id) OPTIONS (false_reads_per_key = {budget})")
 
 
 def merge_case(spark: SparkSession, case: str, files: int, n_keys: int, budget: float, on_first: bool) -> dict:
+    iceberg_mode = {"gdpr_iceberg": "copy-on-write", "gdpr_iceberg_mor": "merge-on-read"}.get(case)
     rows = files * ROWS_PER_FILE
     keys = [str(uuid.UUID(int=(i * 0x9E3779B97F4A7C15 + 12345) % (1 << 128))) for i in range(rows)]
-    n_present = n_keys if case == "gdpr" else n_keys // 2
+    n_present = n_keys if case.startswith("gdpr") else n_keys // 2
     present = keys[:: max(1, rows // n_present)][:n_present]
     new = [str(uuid.UUID(int=(i * 0x9E3779B97F4A7C15 + 999) % (1 << 128))) for i in range(n_keys - len(present))]
     # The source lands as files, as a CDC batch or an erasure list does: Spark knows its size, so the MERGE's
@@ -141,18 +157,26 @@ def merge_case(spark: SparkSession, case: str, files: int, n_keys: int, budget: 
      .coalesce(1).write.mode("overwrite").parquet(src_path))
     spark.read.parquet(src_path).createOrReplaceTempView(f"{case}_src")
     result = {"case": case, "target_files": files, "source_keys": len(present) + len(new),
-              "present_keys": len(present), "budget": budget, "order": "on, off" if on_first else "off, on"}
+              "present_keys": len(present), "budget": budget, "order": "on, off" if on_first else "off, on",
+              "format": f"iceberg ({iceberg_mode})" if iceberg_mode else "delta"}
+    if iceberg_mode:
+        spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
     out = {}
     for on in ((True, False) if on_first else (False, True)):
-        t = f"{case}_{'on' if on else 'off'}"
-        delta_table(spark, t, files, keys, index=on, budget=budget)
+        t = f"{'ice.db.' if iceberg_mode else ''}{case}_{'on' if on else 'off'}"
+        target_table(spark, t, files, keys, index=on, budget=budget, iceberg_mode=iceberg_mode)
         spark.conf.set("spark.sparkbloom.enabled", "false")
         if on:
-            result["true_files"] = spark.sql(f"SELECT count(DISTINCT _metadata.file_path) FROM {t} "
+            file_col = "_file" if iceberg_mode else "_metadata.file_path"
+            result["true_files"] = spark.sql(f"SELECT count(DISTINCT {file_col}) FROM {t} "
                                              f"WHERE id IN (SELECT key FROM {case}_src)").first()[0]
-        stmt = (f"MERGE INTO {t} t USING {case}_src s ON t.id = s.key WHEN MATCHED THEN UPDATE SET v = s.nv "
-                f"WHEN NOT MATCHED THEN INSERT (id, n, v) VALUES (s.key, -1, s.nv)" if case != "gdpr" else
-                f"MERGE INTO {t} t USING {case}_src s ON t.id = s.key WHEN MATCHED THEN DELETE")
+        if iceberg_mode:  # an erasure as Iceberg users write it
+            stmt = f"DELETE FROM {t} WHERE id IN (SELECT key FROM {case}_src)"
+        elif case == "gdpr":
+            stmt = f"MERGE INTO {t} t USING {case}_src s ON t.id = s.key WHEN MATCHED THEN DELETE"
+        else:
+            stmt = (f"MERGE INTO {t} t USING {case}_src s ON t.id = s.key WHEN MATCHED THEN UPDATE SET v = s.nv "
+                    f"WHEN NOT MATCHED THEN INSERT (id, n, v) VALUES (s.key, -1, s.nv)")
         before = index_usage(spark, t) if on else (0, 0)
         _, elapsed = timed(spark, on, lambda stmt=stmt: spark.sql(stmt).collect())
         after = index_usage(spark, t) if on else (0, 0)
@@ -200,7 +224,7 @@ def main(argv=None) -> int:
     p.add_argument("--merge-keys", type=int, default=1000)
     p.add_argument("--budget", type=float, default=0.01,
                    help="false_reads_per_key of the Delta indexes (k keys cost about k x budget false files)")
-    p.add_argument("--cases", default="star,huge,merge,gdpr")
+    p.add_argument("--cases", default="star,huge,merge,gdpr,gdpr_iceberg,gdpr_iceberg_mor")
     p.add_argument("--warmup", action="store_true", help="a small MERGE (on and off) first, not measured")
     p.add_argument("--on-first", action="store_true",
                    help="run each MERGE with sparkbloom on before the one with it off (default: off first)")
@@ -225,11 +249,15 @@ def main(argv=None) -> int:
         results.append(star(spark, base, args.files, args.runs)); print(json.dumps(results[-1]), flush=True)
     if "huge" in cases:
         results.append(huge(spark, base, args.runs)); print(json.dumps(results[-1]), flush=True)
-    if args.warmup and ("merge" in cases or "gdpr" in cases):
+    if args.warmup and any(c in cases for c in ("merge", "gdpr", "gdpr_iceberg", "gdpr_iceberg_mor")):
         # The first MERGE in a JVM pays for class loading and JIT: one small one, on and off, results discarded.
         merge_case(spark, "warm", 200, 20, args.budget, args.on_first)
-    for c in ("merge", "gdpr"):
+        if any(c.startswith("gdpr_iceberg") for c in cases):
+            merge_case(spark, "gdpr_iceberg", 200, 20, args.budget, args.on_first)
+    for c in ("merge", "gdpr", "gdpr_iceberg", "gdpr_iceberg_mor"):
         if c in cases:
+            if c.startswith("gdpr_iceberg") and "iceberg-spark-runtime" not in jars:
+                sys.exit(f"{c}: no Iceberg runtime for this Spark line (dev/sbt lakehouseJars)")
             results.append(merge_case(spark, c, args.files, args.merge_keys if c == "merge" else 100, args.budget,
                                       args.on_first))
             print(json.dumps(results[-1]), flush=True)

@@ -10,6 +10,7 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Attribute, ExprId, Expression}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, RowLevelWrite, V2WriteCommand}
 import org.apache.spark.sql.connector.catalog.{Table => SparkCatalogTable}
+import org.apache.spark.sql.connector.write.SupportsDelta
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.datasources.v2.{BatchScanExec, DataSourceV2Relation, DataSourceV2ScanRelation}
 import org.slf4j.LoggerFactory
@@ -145,18 +146,39 @@ object IcebergFormat extends TableFormat {
   /**
    * Key-set pruning (joins, `IN (subquery)`, `EXISTS`): the scan unchanged when an index covers `attr` (the run-time
    * filter is planted above it and bound physically, [[keySetPhysical]]). Not for a partition source column
-   * (Spark's dynamic partition pruning has it), nor for the reads of MERGE, UPDATE and DELETE (their table is Spark's
-   * row-level operation table, not Iceberg's).
+   * (Spark's dynamic partition pruning has it).
+   *
+   * MERGE, UPDATE and DELETE: a merge-on-read operation reads the target through Spark's row-level operation table,
+   * with Iceberg's batch scan, and writes deletes for the rows it matched: the files without a key hold no such row,
+   * so that read is pruned like any other (the rule plants only where unmatched target rows are dropped). A
+   * copy-on-write operation's own read is left alone: it must read whole every file it rewrites, and Spark narrows
+   * it to those files by its group filter, a query over Iceberg's table that is pruned as a join.
    */
   override def keySetScan(session: SparkSession, leaf: LogicalPlan, attr: Attribute, nullFor: Option[Any],
                           label: String): Option[LogicalPlan] = leaf match {
     // before Spark builds the V2 scan (pre-CBO rules run before V2 push-down), or after
-    case r: DataSourceV2Relation if isIcebergTable(r.table) =>
-      keySetIndexes(session, r.table.asInstanceOf[SparkTable], attr).map(_ => r)
-    case s: DataSourceV2ScanRelation if isIcebergTable(s.relation.table) && KeySetIcebergScan.supports(s.scan) =>
-      keySetIndexes(session, s.relation.table.asInstanceOf[SparkTable], attr).map(_ => s)
+    case r: DataSourceV2Relation =>
+      keySetTable(r.table).flatMap(st => keySetIndexes(session, st, attr)).map(_ => r)
+    case s: DataSourceV2ScanRelation if KeySetIcebergScan.supports(s.scan) =>
+      keySetTable(s.relation.table).flatMap(st => keySetIndexes(session, st, attr)).map(_ => s)
     case _ => None
   }
+
+  /** The Iceberg table a key-set pruned scan reads: Iceberg's own, or the target of a merge-on-read operation. */
+  private def keySetTable(t: SparkCatalogTable): Option[SparkTable] = t match {
+    case st: SparkTable if isIcebergTable(st) => Some(st)
+    case op if op.getClass.getName == OperationTable =>
+      // Spark's `RowLevelOperationTable(table, operation)` is private to Spark's packages: read by its accessors
+      try {
+        val operation = op.getClass.getMethod("operation").invoke(op)
+        op.getClass.getMethod("table").invoke(op) match {
+          case st: SparkTable if operation.isInstanceOf[SupportsDelta] && isIcebergTable(st) => Some(st)
+          case _ => None
+        }
+      } catch { case NonFatal(_) | _: LinkageError => None }
+    case _ => None
+  }
+  private val OperationTable = "org.apache.spark.sql.connector.write.RowLevelOperationTable"
 
   /** The indexes covering `attr` of Iceberg table `st` (by field id), or None. */
   private def keySetIndexes(session: SparkSession, st: SparkTable,
@@ -178,8 +200,8 @@ object IcebergFormat extends TableFormat {
   /** The physical half: Iceberg's batch scan, its tasks chosen by `keys` when it runs ([[KeySetIcebergScan]]). */
   override def keySetPhysical(session: SparkSession, scan: SparkPlan, attr: Attribute, nullFor: Option[Any],
                               keys: KeySource): Option[SparkPlan] = scan match {
-    case b: BatchScanExec if isIcebergTable(b.table) && KeySetIcebergScan.supports(b.scan) =>
-      val st = b.table.asInstanceOf[SparkTable]
+    case b: BatchScanExec if KeySetIcebergScan.supports(b.scan) && keySetTable(b.table).isDefined =>
+      val st = keySetTable(b.table).get
       keySetIndexes(session, st, attr).map { cols =>
         val keySet = new KeySetPruner(session, cols, attr.exprId, attr.dataType, nullFor, new RowGroupSelection(false),
           st.name(), int96Probes = false, s"${attr.name} IN (run-time keys)", Some(keys))

@@ -162,4 +162,58 @@ class IcebergWritesAndJoinsSuite extends AnyFunSuite with LakehouseSpark {
     assert(rows("ice.db.km_on") == rows("ice.db.km_off"))
     assert(rows("ice.db.km_on").count(_.getLong(2) == 1L) == 2)
   }
+
+  /** Lookups planned and files skipped through the table's index while `f` ran (DESCRIBE's usage figures). */
+  private def skippedDuring(table: String)(f: => Unit): (Long, Long) = {
+    def usage = described(table).usage
+    val before = usage
+    f
+    val after = usage
+    (after.lookups - before.lookups, after.filesSkipped - before.filesSkipped)
+  }
+
+  for (mode <- Seq("copy-on-write", "merge-on-read"))
+    test(s"MERGE, UPDATE and DELETE by run-time keys ($mode) skip the files without a key; the tables end equal") {
+      val on = s"ice.db.x_${mode.take(1)}_on"
+      val off = s"ice.db.x_${mode.take(1)}_off"
+      sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
+      for (t <- Seq(on, off)) {
+        sql(s"CREATE TABLE $t (id BIGINT, k STRING, v BIGINT) USING iceberg TBLPROPERTIES (${modes(mode)})")
+        spark.range(0, 3000, 1, Files).selectExpr("id", "concat('u-', cast((id * 7919) % 3000 as string)) as k",
+          "id % 7 as v").writeTo(t).append()
+      }
+      sql(s"CREATE BLOOM INDEX ix ON $on (k)")
+      // duplicate and NULL keys; 5 keys present and 5 new in `src`
+      keyFrame("u-3", "u-3", "u-1999", "gone", null).createOrReplaceTempView("erasures")
+      spark.range(0, 10).selectExpr("concat('u-', cast(id * 71 % 3000 + if(id >= 5, 5000, 0) as string)) " +
+          "as key", "id as nv").createOrReplaceTempView("src")
+      // (statement, rows in the table after it): each changes rows, so an unpruned and a wrongly pruned run differ
+      val pruned = Seq[(String => String, Int)](
+        (t => s"DELETE FROM $t WHERE k IN (SELECT key FROM erasures)", 2998),
+        (t => s"MERGE INTO $t t USING erasures e ON t.k = e.key WHEN MATCHED THEN UPDATE SET v = -7", 2998),
+        (t => s"""MERGE INTO $t t USING src s ON t.k = s.key
+                 |WHEN MATCHED THEN UPDATE SET v = s.nv
+                 |WHEN NOT MATCHED THEN INSERT (id, k, v) VALUES (-1, s.key, s.nv)""".stripMargin, 3003),
+        (t => s"UPDATE $t SET v = 99 WHERE k IN (SELECT key FROM src)", 3003),
+        (t => s"DELETE FROM $t t WHERE EXISTS (SELECT 1 FROM src s WHERE s.key = t.k AND s.nv < 7)", 2996))
+      for ((stmt, expected) <- pruned) {
+        val (lookups, skipped) = skippedDuring(on)(sql(stmt(on)))
+        withIndexEnabled(on = false)(sql(stmt(off)))
+        assert(sorted(on) == sorted(off), stmt(on))
+        assert(sorted(on).size == expected, stmt(on))
+        // 5 to 10 keys keep at most about 10 of the 60 files
+        assert(lookups >= 1 && skipped >= Files - 12, s"${stmt(on)}: lookups $lookups, skipped $skipped")
+        assert(described(on).filesNotCovered == 0, stmt(on))
+      }
+      assert(sorted(on).count(_.getLong(2) == 99L) == 3) // src's 5 present keys, less the 2 the EXISTS deleted
+      // a clause over unmatched target rows reads every file
+      val bySource = (t: String) =>
+        s"""MERGE INTO $t t USING src s ON t.k = s.key WHEN MATCHED THEN UPDATE SET v = 0
+           |WHEN NOT MATCHED BY SOURCE AND t.v = 3 THEN UPDATE SET v = 33""".stripMargin
+      val (_, skippedBySource) = skippedDuring(on)(sql(bySource(on)))
+      withIndexEnabled(on = false)(sql(bySource(off)))
+      assert(sorted(on) == sorted(off))
+      assert(sorted(on).exists(_.getLong(2) == 33L))
+      assert(skippedBySource == 0, s"NOT MATCHED BY SOURCE must read every file: $skippedBySource")
+    }
 }

@@ -68,17 +68,19 @@ class KeySetPruningRule(session: SparkSession, formats: Seq[TableFormat]) extend
     }
     if (leftKeys.isEmpty) return None
     val (pruneLeft, pruneRight) = prunableSides(j.joinType)
-    // One side per join: the larger one, if both may be pruned (a key side must not depend on its own pruning).
-    val order = if (size(j.left).getOrElse(BigInt(Long.MaxValue)) >= size(j.right).getOrElse(BigInt(Long.MaxValue)))
-      Seq(true, false)
-    else Seq(false, true)
-    order.iterator.flatMap { left =>
-      if (left && pruneLeft)
-        pruneSide(j.left, leftKeys, j.right, rightKeys, "a join").map(n => j.copy(left = n))
-      else if (!left && pruneRight)
-        pruneSide(j.right, rightKeys, j.left, leftKeys, "a join").map(n => j.copy(right = n))
-      else None
-    }.toSeq.headOption
+    // A side is tried only where an index covers its key, before any size estimate (estimating a V2 relation builds
+    // its scan). One side per join: the larger one, if both may be pruned (a key side must not depend on its own
+    // pruning).
+    val left = if (pruneLeft) pruneSide(j.left, leftKeys, j.right, rightKeys, "a join").map(n => j.copy(left = n))
+    else None
+    val right = if (pruneRight) pruneSide(j.right, rightKeys, j.left, leftKeys, "a join").map(n => j.copy(right = n))
+    else None
+    (left, right) match {
+      case (Some(l), Some(r)) =>
+        val big = BigInt(Long.MaxValue)
+        if (size(j.left).getOrElse(big) >= size(j.right).getOrElse(big)) Some(l) else Some(r)
+      case _ => left.orElse(right)
+    }
   }
 
   /** (left may be pruned, right may be pruned): only a side whose rows without a match are dropped. */
@@ -92,10 +94,9 @@ class KeySetPruningRule(session: SparkSession, formats: Seq[TableFormat]) extend
 
   /** `side` with a run-time filter on its first key that an index covers, keyed by `buildKeys` of `build`. */
   private def pruneSide(side: LogicalPlan, keys: Seq[Expression], build: LogicalPlan, buildKeys: Seq[Expression],
-                        what: String): Option[LogicalPlan] = {
-    if (!worthIt(side, build)) return None
-    keys.indices.iterator.flatMap(i => plant(side, keys(i), build, buildKeys, i, what)).toSeq.headOption
-  }
+                        what: String): Option[LogicalPlan] =
+    keys.indices.iterator.map(i => plant(side, keys(i), build, buildKeys, i, what)).collectFirst { case Some(p) => p }
+      .filter(_ => worthIt(side, build))
 
   // ---------------------------------------------------------------------------------------------
   // IN (subquery) and EXISTS
@@ -117,10 +118,9 @@ class KeySetPruningRule(session: SparkSession, formats: Seq[TableFormat]) extend
           }
         case _ => Nil
       }
-    candidates.iterator.flatMap { case (key, build, buildKeys, i, what) =>
-      if (!worthIt(child, build)) None
-      else plant(child, key, build, buildKeys, i, what).map(c => f.copy(child = c))
-    }.toSeq.headOption
+    candidates.iterator.map { case (key, build, buildKeys, i, what) =>
+      plant(child, key, build, buildKeys, i, what).filter(_ => worthIt(child, build)).map(c => f.copy(child = c))
+    }.collectFirst { case Some(p) => p }
   }
 
   /** Whether the (decorrelated) subquery plan still refers to the outer query: then its keys are not known. */

@@ -230,6 +230,8 @@ def main(argv=None) -> int:
                    help="run each MERGE with sparkbloom on before the one with it off (default: off first)")
     p.add_argument("--min-table-size", default=None,
                    help="spark.sparkbloom.runtimePruning.minTableSize for the run (default: sparkbloom's default)")
+    p.add_argument("--max-bits-per-value", default=None,
+                   help="spark.sparkbloom.maxBitsPerValue while the indexes are built (default: sparkbloom's, 32)")
     p.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "joins.json"))
     p.add_argument("--img", default=os.path.join(ROOT, "docs", "img", "joins.png"))
     args = p.parse_args(argv)
@@ -241,6 +243,8 @@ def main(argv=None) -> int:
     spark = session(jars, base)
     if args.min_table_size is not None:
         spark.conf.set("spark.sparkbloom.runtimePruning.minTableSize", args.min_table_size)
+    if args.max_bits_per_value is not None:
+        spark.conf.set("spark.sparkbloom.maxBitsPerValue", args.max_bits_per_value)
     cases = args.cases.split(",")
     results = []
     load = os.getloadavg()

@@ -43,9 +43,10 @@ def main() -> int:
     ap.add_argument("--extra-columns", type=int, default=0,
                     help="unindexed columns added to the four (half bigints, half 24-character strings): a wider "
                          "table, as event tables are")
-    ap.add_argument("--format", choices=["parquet", "delta"], default="parquet",
-                    help="the tables' format: Spark's Parquet, or Delta Lake (its jars from target/lakehouse, as "
-                         "`dev/sbt lakehouseJars` copies them; the index is brought up to date after Delta's commit)")
+    ap.add_argument("--format", choices=["parquet", "delta", "iceberg"], default="parquet",
+                    help="the tables' format: Spark's Parquet, Delta Lake (path tables) or Iceberg (tables of a Hadoop "
+                         "catalog, appended with df.writeTo); the formats' jars from target/lakehouse, as "
+                         "`dev/sbt lakehouseJars` copies them; their indexes are brought up to date after the commit")
     ap.add_argument("--maintain", choices=["on", "off"], default="on",
                     help="spark.sparkbloom.maintainOnWrite.enabled (off: the control, an indexed table written as "
                          "any other; its files are then left uncovered)")
@@ -53,14 +54,20 @@ def main() -> int:
 
     tmp = tempfile.mkdtemp(prefix="sparkbloom-write-")
     lake: dict[str, str] = {}
-    if args.format == "delta":
+    if args.format != "parquet":
         line = sparkbloom.session.line_for(*sparkbloom.session.spark_version())
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         lake = {"spark.jars": ",".join(sorted(glob.glob(os.path.join(root, "target", "lakehouse", f"spark-{line}",
-                                                                     "*.jar")))),
-                "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-                "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-                "spark.databricks.delta.snapshotPartitions": "2"}
+                                                                     "*.jar"))))}
+        if args.format == "delta":
+            lake.update({"spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+                         "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+                         "spark.databricks.delta.snapshotPartitions": "2"})
+        else:
+            lake.update({"spark.sql.extensions": "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
+                         "spark.sql.catalog.ice": "org.apache.iceberg.spark.SparkCatalog",
+                         "spark.sql.catalog.ice.type": "hadoop",
+                         "spark.sql.catalog.ice.warehouse": os.path.join(tmp, "ice")})
     spark: SparkSession = sparkbloom.session.local_session("write maintenance", warehouse_dir=os.path.join(tmp, "wh"),
                                                           conf={**lake, "spark.log.level": "WARN",
                                                                 "spark.sparkbloom.maintainOnWrite.enabled":
@@ -69,7 +76,21 @@ def main() -> int:
                                                                     str(args.in_task == "on").lower(),
                                                                 "spark.sparkbloom.maintainOnWrite.nativeFilters":
                                                                     str(args.native_filters == "on").lower()})
-    plain, indexed = os.path.join(tmp, "plain"), os.path.join(tmp, "indexed")
+    iceberg = args.format == "iceberg"
+    plain, indexed = ("ice.db.plain", "ice.db.indexed") if iceberg else (os.path.join(tmp, "plain"),
+                                                                         os.path.join(tmp, "indexed"))
+
+    def append(df, target: str, create: bool = False) -> None:
+        if iceberg:
+            w = df.writeTo(target)
+            if create:
+                w.using("iceberg").tableProperty("write.distribution-mode", "none").create()
+            else:
+                w.append()
+        elif create:
+            df.write.format(args.format).save(target)
+        else:
+            df.write.format(args.format).mode("append").save(target)
 
     def batch(start: int):
         extra = [f"id * {i + 11} AS n{i}" if i % 2 == 0 else f"concat('col{i}-', id % 1000003) AS s{i}"
@@ -77,9 +98,14 @@ def main() -> int:
         return (spark.range(start, start + args.rows, 1, args.files)
                 .selectExpr("id", "uuid() AS key", "id * 7 AS v", "repeat('x', 40) AS pad", *extra))
 
-    batch(0).write.format(args.format).save(plain)
-    batch(0).write.format(args.format).save(indexed)
-    spark.read.format(args.format).load(indexed).bloomFilterIndex("id", "key", name="ix")
+    if iceberg:
+        spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
+    append(batch(0), plain, create=True)
+    append(batch(0), indexed, create=True)
+    if iceberg:
+        spark.sql(f"CREATE BLOOM INDEX ix ON {indexed} (id, key)")
+    else:
+        spark.read.format(args.format).load(indexed).bloomFilterIndex("id", "key", name="ix")
 
     times: dict[str, list[float]] = {"plain": [], "indexed": []}
     jvm_gc = spark.sparkContext._jvm.java.lang.System.gc
@@ -92,7 +118,7 @@ def main() -> int:
             df = batch(start)
             jvm_gc()  # each write starts from a collected heap: neither pays for the other's garbage
             t = time.perf_counter()
-            df.write.format(args.format).mode("append").save(path)
+            append(df, path)
             elapsed = time.perf_counter() - t
             if r >= args.warmup:
                 times[name].append(elapsed)

@@ -5,6 +5,7 @@ import scala.util.control.NonFatal
 
 import org.apache.hadoop.fs.Path
 import org.apache.iceberg.{BaseTable, Schema}
+import org.apache.iceberg.events.{CreateSnapshotEvent, Listener, Listeners}
 import org.apache.iceberg.spark.source.SparkTable
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Attribute, ExprId, Expression}
@@ -75,6 +76,29 @@ object IcebergFormat extends TableFormat {
           TableFormat.Written(locationPath(r.table.asInstanceOf[SparkTable].table().location(), session), ref))
       }.distinct
     case _ => Nil
+  }
+
+  /**
+   * Iceberg's commits that no plan marks as a write: compaction and the other rewrites (`replace` snapshots, such as
+   * `rewrite_data_files` makes; on Spark 4 a procedure runs while its statement is analysed) and the streaming
+   * sink's micro-batches (their snapshots carry the query's id). Heard of through Iceberg's own commit events
+   * (`Listeners`, one registration per JVM; Iceberg catches and logs what a listener throws). Writes a plan marks
+   * are maintained by that plan, and are not told twice.
+   */
+  override def watchCommits(onCommit: TableFormat.Commit => Unit): Unit =
+    Listeners.register(
+      new Listener[CreateSnapshotEvent] {
+        override def notify(e: CreateSnapshotEvent): Unit = committed(e).foreach(onCommit)
+      },
+      classOf[CreateSnapshotEvent])
+
+  /** The commit `e` reports, when no plan marks it; None for a table without a catalog name (a path table). */
+  private def committed(e: CreateSnapshotEvent): Option[TableFormat.Commit] = {
+    val streaming = Option(e.summary()).exists(_.containsKey("spark.sql.streaming.queryId"))
+    val name = Option(e.tableName()).getOrElse("")
+    if ((e.operation() != "replace" && !streaming) || name.isEmpty || name.contains("/")) None
+    else Some(TableFormat.Commit(TableRef.Catalog(name),
+      if (streaming) "a streaming batch committed" else s"Iceberg committed a ${e.operation()} snapshot", streaming))
   }
 
   /** A catalog table `ref` as an Iceberg table, from `analyzed`, the plan of `spark.table(name)`. */

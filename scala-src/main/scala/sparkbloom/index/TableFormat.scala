@@ -74,6 +74,13 @@ trait TableFormat {
    * format's sink.
    */
   def writtenBySink(session: SparkSession, description: String): Option[TableFormat.Written] = None
+
+  /**
+   * Maintenance on write: this format tells `onCommit`, on the committing thread as each commit finishes, of the
+   * commits no plan marks as a write (a procedure's, a streaming sink's), where it has a way to hear of them. Called
+   * once per JVM; the default hears of nothing.
+   */
+  def watchCommits(onCommit: TableFormat.Commit => Unit): Unit = ()
 }
 
 object TableFormat {
@@ -86,6 +93,9 @@ object TableFormat {
 
   /** A table a write commits to: its root (where its indexes are stored) and the name it is resolved by. */
   final case class Written(root: Path, table: TableRef)
+
+  /** A commit into `table` that no plan marked ([[TableFormat.watchCommits]]); `streaming`: a sink's micro-batch. */
+  final case class Commit(table: TableRef, what: String, streaming: Boolean)
 
   /** `description` is `<sink>[<path>]`: the path, qualified. */
   def sinkPath(session: SparkSession, sink: String, description: String): Option[Path] =

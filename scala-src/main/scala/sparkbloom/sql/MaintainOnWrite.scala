@@ -389,7 +389,41 @@ object BackgroundMaintenance extends Logging {
         SkippingLog.onUncovered(catchUp)
       }
     }
+    if (watching.compareAndSet(false, true))
+      TableFormats.all.foreach(f =>
+        try f.watchCommits(committed)
+        catch {
+          case e @ (NonFatal(_) | _: LinkageError) => logWarning(s"sparkbloom: ${f.name} commits are not watched", e)
+        })
   }
+
+  private val watching = new java.util.concurrent.atomic.AtomicBoolean(false)
+
+  /**
+   * A commit no plan marked (a table format's procedure, a streaming sink; [[TableFormat.watchCommits]]), heard of on
+   * the committing thread: a statement's commit brings the table's maintained indexes up to date before it returns
+   * (on that thread, with the statement's session), a streaming batch's is queued, as the other sinks' are. Never
+   * throws.
+   */
+  private def committed(c: TableFormat.Commit): Unit =
+    try {
+      val onThread = SparkSession.getActiveSession
+      onThread.orElse(SparkSession.getDefaultSession).filter(s => !s.sparkContext.isStopped).foreach { session =>
+        if (BloomConf.maintainOnWrite(session)) {
+          def written() = {
+            val resolved = BloomIndexes.resolve(session, c.table, refresh = true)
+            TableFormat.Written(resolved.root, c.table)
+          }
+          if (onThread.isDefined && !c.streaming) {
+            logInfo(s"sparkbloom: refreshing the bloom indexes of ${c.table.display} (${c.what})")
+            MaintainOnWrite.afterTableWrite(session, Seq(written()))
+          } else listenerOf(session).foreach(_.queue(c.table.display, written(), c.what, afterLookup = false))
+        }
+      }
+    } catch {
+      case NonFatal(e) =>
+        logWarning(s"sparkbloom: bloom indexes of ${c.table.display} not brought up to date (${c.what})", e)
+    }
 
   /**
    * Waits until every refresh queued for `session`'s application so far has run (tests, benchmarks); false after
@@ -435,19 +469,23 @@ object BackgroundMaintenance extends Logging {
      * Queues the refresh of `w`'s maintained indexes, unless one is waiting or, for a catch-up `afterLookup`, one
      * failed within [[RetryAfterMs]] (every streaming batch is followed by a refresh, as before).
      */
-    def queue(w: TableFormat.Written, why: String, afterLookup: Boolean): Unit = {
-      val key = w.root.toString
+    def queue(w: TableFormat.Written, why: String, afterLookup: Boolean): Unit =
+      queue(w.root.toString, w, why, afterLookup)
+
+    /** The same, `written` resolved on the background thread. */
+    def queue(key: String, written: => TableFormat.Written, why: String, afterLookup: Boolean): Unit = {
       val failed = afterLookup && Option(failedAt.get(key)).exists(t => System.currentTimeMillis() - t < RetryAfterMs)
       if (!failed && pending.add(key)) executor.execute { () =>
         pending.remove(key)
         try {
           SparkSession.setActiveSession(session)
+          val w = written
           logInfo(s"sparkbloom: refreshing the bloom indexes of ${w.table.display} ($why)")
           if (!MaintainOnWrite.afterTableWrite(session, Seq(w))) failedAt.put(key, System.currentTimeMillis())
         } catch {
           case NonFatal(t) =>
             failedAt.put(key, System.currentTimeMillis())
-            logWarning(s"sparkbloom: bloom indexes of ${w.table.display} not refreshed ($why)", t)
+            logWarning(s"sparkbloom: bloom indexes of $key not refreshed ($why)", t)
         }
       }
     }

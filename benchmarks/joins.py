@@ -195,23 +195,26 @@ def plot(results: list[dict], path: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4))
-    names = [r["case"] for r in results]
+    fig, (a, b) = plt.subplots(1, 2, figsize=(13, 4.5))
+    label = {"merge": "MERGE\n(Delta)", "gdpr": "erasure\n(Delta)", "gdpr_iceberg": "erasure\n(Iceberg CoW)",
+             "gdpr_iceberg_mor": "erasure\n(Iceberg MoR)"}
+    names = [label.get(r["case"], r["case"]) for r in results]
     off = [r["off"].get("median_s", r["off"].get("wall_s")) for r in results]
     on = [r["on"].get("median_s", r["on"].get("wall_s")) for r in results]
     xs = range(len(names))
     a.bar([x - 0.2 for x in xs], off, 0.4, label="sparkbloom off (Spark DPP + runtime bloom filter, Delta MERGE)")
     a.bar([x + 0.2 for x in xs], on, 0.4, label="sparkbloom on")
-    a.set_xticks(list(xs), names); a.set_ylabel("wall time (s)"); a.set_yscale("log"); a.legend(fontsize=7)
+    a.set_xticks(list(xs), names, fontsize=8); a.set_ylabel("wall time (s)"); a.set_yscale("log")
+    a.legend(fontsize=7, loc="upper left")
     a.set_title("time per case (log)")
-    reads = [(r["case"], r["off"].get("files_read", r.get("fact_files", r.get("target_files"))),
+    reads = [(label.get(r["case"], r["case"]), r["off"].get("files_read", r.get("fact_files", r.get("target_files"))),
               r["on"].get("files_read", r["on"].get("touched_pass_files_read")), r.get("true_files"))
              for r in results if r["case"] != "huge"]
     xs = range(len(reads))
     b.bar([x - 0.27 for x in xs], [x[1] for x in reads], 0.27, label="files read, off")
     b.bar([x for x in xs], [x[2] for x in reads], 0.27, label="files read, on")
     b.bar([x + 0.27 for x in xs], [x[3] for x in reads], 0.27, label="files truly holding a key")
-    b.set_xticks(list(xs), [x[0] for x in reads]); b.set_yscale("log"); b.legend(fontsize=7)
+    b.set_xticks(list(xs), [x[0] for x in reads], fontsize=8); b.set_yscale("log"); b.legend(fontsize=7, loc="center right")
     b.set_title("files read by the pruned scan (log)")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
@@ -234,7 +237,16 @@ def main(argv=None) -> int:
                    help="spark.sparkbloom.maxBitsPerValue while the indexes are built (default: sparkbloom's, 32)")
     p.add_argument("--out", default=os.path.join(ROOT, "benchmarks", "results", "joins.json"))
     p.add_argument("--img", default=os.path.join(ROOT, "docs", "img", "joins.png"))
+    p.add_argument("--replot", nargs="+", metavar="JSON",
+                   help="only draw --img from the results of earlier runs (their JSON files), in order")
     args = p.parse_args(argv)
+    if args.replot:
+        results = []
+        for path in args.replot:
+            with open(path) as f:
+                results += json.load(f)["results"]
+        plot(results, args.img)
+        return 0
     line = sparkbloom.session.line_for(*sparkbloom.session.spark_version())
     jars = ",".join(sorted(glob.glob(os.path.join(ROOT, "target", "lakehouse", f"spark-{line}", "*.jar"))))
     if "delta-spark" not in jars:

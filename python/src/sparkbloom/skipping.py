@@ -121,14 +121,13 @@ def _records(source: Any, spark: SparkSession | None, ids: list[int]) -> dict[in
 
 def _connect_skipping(source: Any, spark: SparkSession | None) -> list[ScanSkipping]:
     nodes = _connect.executed_nodes(source)
-    by_id = {n.id: n for n in nodes}
     ours = [n for n in nodes if n.name == _connect.METRICS_NODE]
     records = _records(source, spark, [n.id for n in ours])
     out = []
     for node in ours:
         m = node.metrics
         planned: dict[str, Any] = dict((records.get(node.id) or {}).get("skipping") or {})
-        scan = next((n for n in nodes if n.parent == node.id and n.id in by_id), None)
+        scan = next((n for n in nodes if n.parent == node.id), None)
         read = (scan.metrics.get("numFiles") if scan is not None else None) or 0
         files_skipped = m.get("filesSkipped", 0)
         files_total = int(planned.get("files_total", read + files_skipped))

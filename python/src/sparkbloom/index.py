@@ -165,8 +165,9 @@ def bloom_filter_index(
     caps the distinct values a row group's filter is sized for (measured when not given).
 
     Spark's writes into the table keep the index up to date (``spark.sparkbloom.maintainOnWrite.enabled``, on by
-    default), and files written without it (another engine, Iceberg's ``rewrite_data_files``) are indexed in the
-    background after the first lookup that reads them (``spark.sparkbloom.maintainOnWrite.refreshOnRead``):
+    default; Iceberg's compaction and streaming sink included), and files written without it (another engine)
+    are indexed in the background after the first lookup that reads them
+    (``spark.sparkbloom.maintainOnWrite.refreshOnRead``):
     ``maintain_on_write=False`` opts this index out of both, and its new files are then read until a refresh.
 
     Also available as the DataFrame method

@@ -3,6 +3,11 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TOOLS="$ROOT/.tools"
+# What every checkout of the project downloads alike (sbt's launcher, its boot files, the compiled Zinc bridges and
+# the Maven artifacts coursier fetches) is kept outside the checkout, in the user's cache, so that a fresh clone (CI's)
+# does not fetch and compile them again. Keyed by version, and shared safely (coursier and sbt lock their caches).
+# SPARKBLOOM_CACHE_DIR moves it; the project's own outputs (.tools/ivy2, .tools/pyspark-jars, target/) stay inside.
+CACHE="${SPARKBLOOM_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/sparkbloom}"
 prop() { grep "^$1=" "$ROOT/project/versions.properties" | cut -d= -f2; }
 # Field N of a line's row in the versions table: 1 spark, 2 scala, 3 parquet, 4 pyspark, 5 jars from.
 line_field() { awk -v k="line.$1" -v n="$2" '$1 == k && $2 == "=" { print $(n + 2); f = 1 } END { exit !f }' "$ROOT/project/versions.properties"; }
@@ -12,7 +17,7 @@ all_lines() { awk '$1 ~ /^line\./ && $2 == "=" { print substr($1, 6) }' "$ROOT/p
 DEFAULT_LINE="$(prop defaultLine)"
 PYSPARK_VERSION="$(line_field "$DEFAULT_LINE" 4)"
 SBT_LAUNCH_VERSION="$(prop sbtLaunch)"
-SBT_JAR="$TOOLS/sbt-launch-$SBT_LAUNCH_VERSION.jar"
+SBT_JAR="$CACHE/sbt-launch-$SBT_LAUNCH_VERSION.jar"
 VENV="$ROOT/.venv"
 PY="$VENV/bin/python"
 
@@ -41,11 +46,11 @@ log() { printf '\033[1m[sparkbloom %s]\033[0m %s\n' "$(date +%T)" "$*" >&2; }
 
 ensure_sbt() {
   if [[ ! -s "$SBT_JAR" ]]; then
-    mkdir -p "$TOOLS"
+    mkdir -p "$CACHE"
     log "downloading sbt launcher $SBT_LAUNCH_VERSION from Maven Central"
-    curl -fsSL --retry 3 -o "$SBT_JAR.part" \
+    curl -fsSL --retry 3 -o "$SBT_JAR.part.$$" \
       "https://repo1.maven.org/maven2/org/scala-sbt/sbt-launch/$SBT_LAUNCH_VERSION/sbt-launch-$SBT_LAUNCH_VERSION.jar"
-    mv "$SBT_JAR.part" "$SBT_JAR"
+    mv "$SBT_JAR.part.$$" "$SBT_JAR"
   fi
 }
 
@@ -71,10 +76,10 @@ sbt() {
   line_field "$line" 1 > /dev/null || { log "unknown Spark line '$line' (project/versions.properties has: $(all_lines | tr '\n' ' '))"; return 2; }
   ensure_pyspark_jars "$line"
   (cd "$ROOT" && java -Xms512m -Xmx3g -Xss4m \
-    -Dsbt.boot.directory="$TOOLS/sbt-boot" \
-    -Dsbt.global.base="$TOOLS/sbt-global" \
+    -Dsbt.boot.directory="$CACHE/sbt-boot" \
+    -Dsbt.global.base="$CACHE/sbt-global" \
     -Dsbt.ivy.home="$TOOLS/ivy2" \
-    -Dsbt.coursier.home="$TOOLS/coursier" \
+    -Dsbt.coursier.home="$CACHE/coursier" \
     -Dsbt.repository.config="$ROOT/project/repositories" \
     -Dsbt.override.build.repos=true \
     -Dsbt.server.forcestart=false -Dsbt.ci=true -Dsbt.supershell=false -Dsbt.color=false \

@@ -224,9 +224,8 @@ object IcebergFormat extends TableFormat {
   /** The physical half: Iceberg's batch scan, its tasks chosen by `keys` when it runs ([[KeySetIcebergScan]]). */
   override def keySetPhysical(session: SparkSession, scan: SparkPlan, attr: Attribute, nullFor: Option[Any],
                               keys: KeySource): Option[SparkPlan] = scan match {
-    case b: BatchScanExec if KeySetIcebergScan.supports(b.scan) && keySetTable(b.table).isDefined =>
-      val st = keySetTable(b.table).get
-      keySetIndexes(session, st, attr).map { cols =>
+    case b: BatchScanExec if KeySetIcebergScan.supports(b.scan) =>
+      for (st <- keySetTable(b.table); cols <- keySetIndexes(session, st, attr)) yield {
         val keySet = new KeySetPruner(session, cols, attr.exprId, attr.dataType, nullFor, new RowGroupSelection(false),
           st.name(), int96Probes = false, s"${attr.name} IN (run-time keys)", Some(keys))
         val conf = new SerializableConf(session.sessionState.newHadoopConf())

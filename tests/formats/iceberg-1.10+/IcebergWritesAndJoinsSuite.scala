@@ -43,6 +43,18 @@ class IcebergWritesAndJoinsSuite extends AnyFunSuite with LakehouseSpark {
   private def sorted(table: String): Seq[Row] =
     withIndexEnabled(on = false)(spark.table(table).collect().toSeq.sortBy(_.toString))
 
+  /** Rows `from` until `until` (k = 'u-<id>') in `files` files. */
+  private def rowsOf(from: Long, until: Long, files: Int) =
+    spark.range(from, until, 1, files).selectExpr("id", "concat('u-', cast(id as string)) as k", "id % 7 as v")
+
+  /** Copy-on-write Iceberg table `t` of rows 0 until `rows` in `files` files, with bloom index ix on k. */
+  private def indexedTable(t: String, rows: Long, files: Int): Unit = {
+    sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
+    sql(s"CREATE TABLE $t (id BIGINT, k STRING, v BIGINT) USING iceberg TBLPROPERTIES (${modes("copy-on-write")})")
+    rowsOf(0, rows, files).writeTo(t).append()
+    sql(s"CREATE BLOOM INDEX ix ON $t (k)")
+  }
+
   private def lookup(table: String, key: String, expected: Int): Long = {
     val o = compare(spark.table(table).where(s"k = '$key'"))
     assert(o.on == o.off && o.on.size == expected, s"$table k = $key: ${o.on} / ${o.off}")
@@ -56,8 +68,7 @@ class IcebergWritesAndJoinsSuite extends AnyFunSuite with LakehouseSpark {
     sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
     for (t <- Seq(on, off)) {
       sql(s"CREATE TABLE $t (id BIGINT, k STRING, v BIGINT) USING iceberg TBLPROPERTIES (${modes(mode)})")
-      spark.range(0, 3000, 1, 12).selectExpr("id", "concat('u-', cast(id as string)) as k", "id % 7 as v")
-        .writeTo(t).append()
+      rowsOf(0, 3000, 12).writeTo(t).append()
     }
     sql(s"CREATE BLOOM INDEX ix ON $on (k)")
     spark.range(0, 20).selectExpr("concat('u-', cast(id * 150 + if(id >= 10, 5000, 0) as string)) as key",
@@ -84,11 +95,7 @@ class IcebergWritesAndJoinsSuite extends AnyFunSuite with LakehouseSpark {
 
   test("rewrite_data_files is covered when it returns (Iceberg's commit event, no plan to wrap)") {
     val t = "ice.db.compacted"
-    sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
-    sql(s"CREATE TABLE $t (id BIGINT, k STRING, v BIGINT) USING iceberg TBLPROPERTIES (${modes("copy-on-write")})")
-    spark.range(0, 2000, 1, 10).selectExpr("id", "concat('u-', cast(id as string)) as k", "id % 7 as v")
-      .writeTo(t).append()
-    sql(s"CREATE BLOOM INDEX ix ON $t (k)")
+    indexedTable(t, 2000, 10)
     val before = sorted(t)
     val filesBefore = described(t).filesInTable
     sql(s"CALL ice.system.rewrite_data_files(table => 'db.compacted', options => map('min-input-files', '2'))")
@@ -102,15 +109,10 @@ class IcebergWritesAndJoinsSuite extends AnyFunSuite with LakehouseSpark {
 
   test("a write sparkbloom is not told of is caught up by the next lookup in the background") {
     val t = "ice.db.caught"
-    sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
-    sql(s"CREATE TABLE $t (id BIGINT, k STRING, v BIGINT) USING iceberg TBLPROPERTIES (${modes("copy-on-write")})")
-    spark.range(0, 2000, 1, 10).selectExpr("id", "concat('u-', cast(id as string)) as k", "id % 7 as v")
-      .writeTo(t).append()
-    sql(s"CREATE BLOOM INDEX ix ON $t (k)")
+    indexedTable(t, 2000, 10)
     // a session with maintenance off writes, as another engine would
     withSQLConf("spark.sparkbloom.maintainOnWrite.enabled" -> "false") {
-      spark.range(2000, 2400, 1, 4).selectExpr("id", "concat('u-', cast(id as string)) as k", "id % 7 as v")
-        .writeTo(t).append()
+      rowsOf(2000, 2400, 4).writeTo(t).append()
     }
     assert(described(t).filesNotCovered == 4, described(t))
     withSQLConf("spark.sparkbloom.maintainOnWrite.refreshOnRead" -> "true") {
@@ -127,11 +129,7 @@ class IcebergWritesAndJoinsSuite extends AnyFunSuite with LakehouseSpark {
     implicit val ctx: SQLContext = spark.sqlContext
     import spark.implicits._
     val t = "ice.db.streamed"
-    sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
-    sql(s"CREATE TABLE $t (id BIGINT, k STRING, v BIGINT) USING iceberg TBLPROPERTIES (${modes("copy-on-write")})")
-    spark.range(0, 500, 1, 2).selectExpr("id", "concat('u-', cast(id as string)) as k", "id % 7 as v")
-      .writeTo(t).append()
-    sql(s"CREATE BLOOM INDEX ix ON $t (k)")
+    indexedTable(t, 500, 2)
     val input = MemoryStream[Long]
     val checkpoint = NioFiles.createTempDirectory("ice-stream").toString
     val query = input.toDF().selectExpr("value as id", "concat('u-', cast(value as string)) as k", "value % 7 as v")

@@ -7,38 +7,38 @@ import org.apache.spark.sql.catalyst.expressions.Expression
 import org.apache.spark.sql.delta.RowIndexFilterType
 import org.apache.spark.sql.delta.actions.AddFile
 import org.apache.spark.sql.delta.files.{TahoeFileIndex, TahoeFileIndexWithSnapshotDescriptor}
-import org.apache.spark.sql.delta.stats.PreparedDeltaFileIndex
 
 import sparkbloom.index.{IndexPruner, PrunedSource}
 
 /**
- * Delta's prepared file index, minus the files bloom indexes rule out. A Delta file index itself (Delta's
- * deletion-vector strategy only applies to one): the files it returns are Delta's own `AddFile`s, deletion
- * vectors included, so deleted rows stay deleted; the format stays `DeltaParquetFileFormat`.
+ * A Delta file index (a query's, prepared by Delta's data skipping, or the files a DELETE, UPDATE or MERGE chose
+ * before looking for the rows its condition matches), minus the files bloom indexes rule out for a literal
+ * condition. A Delta file index itself (Delta's deletion-vector strategy only applies to one): the files it returns
+ * are Delta's own `AddFile`s, deletion vectors included, so deleted rows stay deleted; the format stays
+ * `DeltaParquetFileFormat`.
  */
-class BloomDeltaFileIndex(val prepared: PreparedDeltaFileIndex, val pruner: IndexPruner)
-  extends TahoeFileIndexWithSnapshotDescriptor(prepared.spark, prepared.deltaLog, prepared.path,
-    prepared.preparedScan.scannedSnapshot) with PrunedSource {
+class BloomDeltaFileIndex(val base: TahoeFileIndexWithSnapshotDescriptor, val pruner: IndexPruner)
+  extends TahoeFileIndexWithSnapshotDescriptor(base.spark, base.deltaLog, base.path, base) with PrunedSource {
 
   override def matchingFiles(partitionFilters: Seq[Expression], dataFilters: Seq[Expression]): Seq[AddFile] = {
-    BloomDeltaFileIndex.keepFiles(this, prepared.matchingFiles(partitionFilters, dataFilters), pruner.tableName,
+    BloomDeltaFileIndex.keepFiles(this, base.matchingFiles(partitionFilters, dataFilters), pruner.tableName,
       statuses => Some(pruner.keep(statuses)))
   }
 
-  override def rowIndexFilters: Option[Map[String, RowIndexFilterType]] = prepared.rowIndexFilters
-  override def inputFiles: Array[String] = prepared.inputFiles
-  override def refresh(): Unit = prepared.refresh()
-  override def sizeInBytes: Long = prepared.sizeInBytes
+  override def rowIndexFilters: Option[Map[String, RowIndexFilterType]] = base.rowIndexFilters
+  override def inputFiles: Array[String] = base.inputFiles
+  override def refresh(): Unit = base.refresh()
+  override def sizeInBytes: Long = base.sizeInBytes
 
   override def toString: String =
-    s"BloomDeltaFileIndex(indexes=[${pruner.indexNames}], predicate=[${pruner.predicateSql}], $prepared)"
+    s"BloomDeltaFileIndex(indexes=[${pruner.indexNames}], predicate=[${pruner.predicateSql}], $base)"
   override def equals(o: Any): Boolean = o match {
     case b: BloomDeltaFileIndex => (b eq this) ||
-      (b.prepared == prepared && b.pruner.predicateSql == pruner.predicateSql &&
+      (b.base == base && b.pruner.predicateSql == pruner.predicateSql &&
         b.pruner.indexNames == pruner.indexNames)
     case _ => false
   }
-  override def hashCode(): Int = prepared.hashCode() * 31 + pruner.predicateSql.hashCode
+  override def hashCode(): Int = base.hashCode() * 31 + pruner.predicateSql.hashCode
 }
 
 object BloomDeltaFileIndex {

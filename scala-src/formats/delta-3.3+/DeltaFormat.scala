@@ -15,7 +15,6 @@ import org.apache.spark.sql.delta.commands.{
 }
 import org.apache.spark.sql.delta.files.{TahoeFileIndexWithSnapshotDescriptor, TahoeLogFileIndex}
 import org.apache.spark.sql.delta.sources.DeltaDataSource
-import org.apache.spark.sql.delta.stats.PreparedDeltaFileIndex
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation, SaveIntoDataSourceCommand}
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation
 import org.apache.spark.sql.types.StructType
@@ -39,7 +38,9 @@ import sparkbloom.shims.FsRelation
  * table's log file index for a `PreparedDeltaFileIndex` holding the files its min/max statistics keep, and
  * sparkbloom's pre-CBO rule, injected after it, wraps that index in a [[BloomDeltaFileIndex]]. Pre-CBO rules run
  * in the order the extensions were listed, so `spark.sql.extensions` must list Delta's extension first; listed
- * the other way round no prepared index is found and nothing is pruned (never a wrong answer).
+ * the other way round no prepared index is found and nothing is pruned (never a wrong answer). DELETE, UPDATE and
+ * MERGE look for the rows their condition matches over a batch index of the files Delta's skipping chose, which is
+ * pruned the same way: only the files that may hold a matching row are read and rewritten.
  *
  * Pruning is per file only. Row groups are not cut: with deletion vectors Delta counts row indexes from
  * the start of what it reads, so a cut split would apply the vector to the wrong rows.
@@ -50,7 +51,13 @@ object DeltaFormat extends TableFormat {
 
   override def name: String = "delta"
 
-  private def isPreparedIndex(rel: HadoopFsRelation): Boolean = rel.location.getClass.getName == PreparedIndex
+  /**
+   * The file indexes a literal condition prunes: a query's, prepared by Delta's data skipping, and the files a
+   * DELETE, UPDATE or MERGE chose by that skipping (Delta's batch index), over which it looks for the rows its
+   * condition matches. Exactly these classes: not the indexes of Delta's change data feed, nor one sparkbloom wraps.
+   */
+  private val LiteralPruned = Set(PreparedIndex, "org.apache.spark.sql.delta.files.TahoeBatchFileIndex")
+  private def literalPruned(rel: HadoopFsRelation): Boolean = LiteralPruned(rel.location.getClass.getName)
 
   /** The Delta log file index under a plain read of a Delta table (aliases, projections, views allowed). */
   private def logIndex(plan: LogicalPlan): Option[(LogicalRelation, TahoeLogFileIndex)] = plan match {
@@ -149,7 +156,7 @@ object DeltaFormat extends TableFormat {
 
   override def rewrite(session: SparkSession, phase: TableFormat.Phase, filter: Filter,
                        plan: LogicalPlan): Option[LogicalPlan] = filter match {
-    case f @ Filter(cond, FsRelation(l, rel, _, _, false)) if phase == TableFormat.PreCbo && isPreparedIndex(rel) =>
+    case f @ Filter(cond, FsRelation(l, rel, _, _, false)) if phase == TableFormat.PreCbo && literalPruned(rel) =>
       rewrite(session, Conditions.pushable(cond), l, rel).map(n => f.copy(child = n))
     case Filter(_, FsRelation(_, rel, _, _, false))
         if phase == TableFormat.PreCbo &&
@@ -162,21 +169,21 @@ object DeltaFormat extends TableFormat {
   /** The relation whose file index also drops the files the indexes rule out; None when no index applies. */
   private def rewrite(session: SparkSession, cond: Expression, l: LogicalRelation,
                       rel: HadoopFsRelation): Option[LogicalRelation] = {
-    val prepared = rel.location.asInstanceOf[PreparedDeltaFileIndex]
-    val schema: StructType = prepared.metadata.schema
+    val base = rel.location.asInstanceOf[TahoeFileIndexWithSnapshotDescriptor]
+    val schema: StructType = base.metadata.schema
     val resolver = session.sessionState.conf.resolver
     // Attribute -> physical name in the files, through the scanned snapshot's column mapping.
     val physical: Map[ExprId, String] = l.output.flatMap { a =>
       schema.fields.find(f => resolver(f.name, a.name)).map(f => a.exprId -> DeltaColumnMapping.getPhysicalName(f))
     }.toMap
-    val root = prepared.deltaLog.dataPath
+    val root = base.deltaLog.dataPath
     IndexDiscovery.indexesAt(session, root, cond,
       (id: ExprId, indexed: Seq[IndexedColumn]) =>
         physical.get(id).flatMap(p => indexed.find(_.sameColumn(p, None)).map(_.name))).map { case (_, used) =>
       val name = l.catalogTable.map(_.identifier.unquotedString).getOrElse(pathName(root.toString))
       val opts = NativeFilters.options(session, rel.options)
       val pruner = new IndexPruner(session, used, new RowGroupSelection(false), name, opts.int96Probes)
-      l.copy(relation = rel.copy(location = new BloomDeltaFileIndex(prepared, pruner))(rel.sparkSession))
+      l.copy(relation = rel.copy(location = new BloomDeltaFileIndex(base, pruner))(rel.sparkSession))
     }
   }
 

@@ -113,6 +113,21 @@ class DeltaWritesAndJoinsSuite extends AnyFunSuite with LakehouseSpark {
     both(t => s"DELETE FROM $t WHERE EXISTS (SELECT 1 FROM gone WHERE gone.key = $t.k)")
   }
 
+  test("DELETE and UPDATE with literal key conditions look for their rows only in the files holding a key") {
+    create("dl_on", indexed = true); create("dl_off", indexed = false)
+    // (statement, rows in the table after it); with deletion vectors and column mapping (create)
+    for ((stmt, expected) <- Seq[(String => String, Int)](
+        (t => s"DELETE FROM $t WHERE k IN ('u-8', 'u-2999', 'absent')", 2998),
+        (t => s"UPDATE $t SET v = 100 WHERE k = 'u-17' OR k IS NULL", 2998))) {
+      val (lookups, skipped) = skippedDuring("dl_on")(sql(stmt("dl_on")))
+      withIndexEnabled(on = false)(sql(stmt("dl_off")))
+      assert(rows("dl_on") == rows("dl_off") && rows("dl_on").size == expected, stmt("dl_on"))
+      // one or two keys: most of the 60 files are neither read nor rewritten
+      assert(lookups >= 1 && skipped >= Files - 6, s"${stmt("dl_on")}: lookups $lookups, skipped $skipped")
+    }
+    assert(rows("dl_on").count(_.getLong(2) == 100L) == 1)
+  }
+
   // ---------------------------------------------------------------------------------------------
   // Maintenance on write
 

@@ -9,13 +9,10 @@ import sparkbloom.formats.DmlFuzz
  * mapping; MERGE, UPDATE and DELETE by run-time keys and by literals, INSERTs and OPTIMIZE, each compared with the
  * same statement on an unindexed twin with sparkbloom off.
  */
-class DeltaDmlFuzzSuite extends AnyFunSuite with DmlFuzz {
-  override protected def formatExtension: String = "io.delta.sql.DeltaSparkSessionExtension"
-  override protected def formatConf(warehouse: String): Map[String, String] =
-    Map("spark.sql.catalog.spark_catalog" -> "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-      "spark.databricks.delta.snapshotPartitions" -> "2",
-      "spark.databricks.delta.optimize.maxFileSize" -> "4096", // OPTIMIZE leaves small files: some left to skip
-      "spark.sparkbloom.runtimePruning.minTableSize" -> "0")
+class DeltaDmlFuzzSuite extends AnyFunSuite with DeltaSpark with DmlFuzz {
+  override protected def formatConf(warehouse: String): Map[String, String] = super.formatConf(warehouse) ++ Map(
+    "spark.databricks.delta.optimize.maxFileSize" -> "4096", // OPTIMIZE leaves small files: some left to skip
+    "spark.sparkbloom.runtimePruning.minTableSize" -> "0")
 
   override protected def variants: Seq[String] = Seq("plain", "deletion vectors and column mapping")
   override protected def tableName(base: String): String = base

@@ -4,7 +4,6 @@ import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.{BloomIndexes, DataFrameTable}
-import sparkbloom.formats.LakehouseSpark
 import sparkbloom.index.{BloomIndexException, ColumnSpec, TableRef}
 
 /**
@@ -12,12 +11,7 @@ import sparkbloom.index.{BloomIndexException, ColumnSpec, TableRef}
  * catalog): a 200-file table with column mapping and deletion vectors, looked up after each step of its
  * life, every answer compared with the same query with sparkbloom off.
  */
-class DeltaSuite extends AnyFunSuite with LakehouseSpark {
-  override protected def formatExtension: String = "io.delta.sql.DeltaSparkSessionExtension"
-  override protected def formatConf(warehouse: String): Map[String, String] =
-    Map("spark.sql.catalog.spark_catalog" -> "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-      // Delta rebuilds table state with this many partitions (50 by default): 2 cores need few
-      "spark.databricks.delta.snapshotPartitions" -> "2")
+class DeltaSuite extends AnyFunSuite with DeltaSpark {
 
   /** 200 files of 100 rows; keys `u-<n>` spread so that every file's min/max spans the key range. */
   private lazy val table: String = {

@@ -7,7 +7,6 @@ import org.apache.spark.sql.execution.streaming.MemoryStream
 import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
-import sparkbloom.formats.LakehouseSpark
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.{ColumnSpec, IndexDescription, TableRef}
 import sparkbloom.sql.BackgroundMaintenance
@@ -21,12 +20,9 @@ import sparkbloom.sql.BackgroundMaintenance
  * the keys, and MERGE's pass that finds the touched files skips the others. Every DML runs on two identical
  * tables, one with sparkbloom on and one off, and the tables must then hold the same rows.
  */
-class DeltaWritesAndJoinsSuite extends AnyFunSuite with LakehouseSpark {
-  override protected def formatExtension: String = "io.delta.sql.DeltaSparkSessionExtension"
+class DeltaWritesAndJoinsSuite extends AnyFunSuite with DeltaSpark {
   override protected def formatConf(warehouse: String): Map[String, String] =
-    Map("spark.sql.catalog.spark_catalog" -> "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-      "spark.databricks.delta.snapshotPartitions" -> "2",
-      "spark.sparkbloom.runtimePruning.minTableSize" -> "0")
+    super.formatConf(warehouse) + ("spark.sparkbloom.runtimePruning.minTableSize" -> "0")
 
   private val Files = 60
 

@@ -9,13 +9,9 @@ import sparkbloom.formats.DmlFuzz
  * UPDATE and DELETE by run-time keys and by literals, INSERTs and rewrite_data_files, each compared with the same
  * statement on an unindexed twin with sparkbloom off.
  */
-class IcebergDmlFuzzSuite extends AnyFunSuite with DmlFuzz {
-  override protected def formatExtension: String = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
-  override protected def formatConf(warehouse: String): Map[String, String] = Map(
-    "spark.sql.catalog.ice" -> "org.apache.iceberg.spark.SparkCatalog",
-    "spark.sql.catalog.ice.type" -> "hadoop",
-    "spark.sql.catalog.ice.warehouse" -> (warehouse + "/ice"),
-    "spark.sparkbloom.runtimePruning.minTableSize" -> "0")
+class IcebergDmlFuzzSuite extends AnyFunSuite with IcebergSpark with DmlFuzz {
+  override protected def formatConf(warehouse: String): Map[String, String] =
+    super.formatConf(warehouse) + ("spark.sparkbloom.runtimePruning.minTableSize" -> "0")
 
   override protected def variants: Seq[String] = Seq("copy-on-write", "merge-on-read")
   override protected def tableName(base: String): String = s"ice.db.$base"

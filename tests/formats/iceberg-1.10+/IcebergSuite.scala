@@ -6,7 +6,6 @@ import org.scalatest.funsuite.AnyFunSuite
 import org.scalatest.time.SpanSugar._
 
 import sparkbloom.api.{BloomIndexes, DataFrameTable}
-import sparkbloom.formats.LakehouseSpark
 import sparkbloom.index.{ColumnSpec, TableRef}
 import sparkbloom.scan.SkippingReport
 
@@ -15,12 +14,7 @@ import sparkbloom.scan.SkippingReport
  * the local file system): a 200-file format-2 table with merge-on-read deletes, looked up after each step of
  * its life, every answer compared with the same query with sparkbloom off.
  */
-class IcebergSuite extends AnyFunSuite with LakehouseSpark {
-  override protected def formatExtension: String = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
-  override protected def formatConf(warehouse: String): Map[String, String] = Map(
-    "spark.sql.catalog.ice" -> "org.apache.iceberg.spark.SparkCatalog",
-    "spark.sql.catalog.ice.type" -> "hadoop",
-    "spark.sql.catalog.ice.warehouse" -> (warehouse + "/ice"))
+class IcebergSuite extends AnyFunSuite with IcebergSpark {
 
   private val MergeOnRead = "'format-version' = '2', 'write.distribution-mode' = 'none', " +
     "'write.delete.mode' = 'merge-on-read', 'write.update.mode' = 'merge-on-read', 'write.merge.mode' = 'merge-on-read'"

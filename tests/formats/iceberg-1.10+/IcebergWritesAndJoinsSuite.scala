@@ -8,7 +8,6 @@ import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.BloomIndexes
-import sparkbloom.formats.LakehouseSpark
 import sparkbloom.index.{IndexDescription, TableRef}
 import sparkbloom.sql.BackgroundMaintenance
 
@@ -26,13 +25,9 @@ import sparkbloom.sql.BackgroundMaintenance
  * streaming sink's batches none after their background refresh; every lookup after them answers as sparkbloom off
  * does, on a twin table written the same way without an index.
  */
-class IcebergWritesAndJoinsSuite extends AnyFunSuite with LakehouseSpark {
-  override protected def formatExtension: String = "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions"
-  override protected def formatConf(warehouse: String): Map[String, String] = Map(
-    "spark.sql.catalog.ice" -> "org.apache.iceberg.spark.SparkCatalog",
-    "spark.sql.catalog.ice.type" -> "hadoop",
-    "spark.sql.catalog.ice.warehouse" -> (warehouse + "/ice"),
-    "spark.sparkbloom.runtimePruning.minTableSize" -> "0")
+class IcebergWritesAndJoinsSuite extends AnyFunSuite with IcebergSpark {
+  override protected def formatConf(warehouse: String): Map[String, String] =
+    super.formatConf(warehouse) + ("spark.sparkbloom.runtimePruning.minTableSize" -> "0")
 
   private def modes(mode: String): String =
     s"'format-version' = '2', 'write.distribution-mode' = 'none', 'write.delete.mode' = '$mode', " +

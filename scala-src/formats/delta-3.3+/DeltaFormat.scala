@@ -9,6 +9,7 @@ import org.apache.spark.sql.catalyst.catalog.CatalogTable
 import org.apache.spark.sql.catalyst.expressions.{Attribute, Expression, ExprId}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, Project, SubqueryAlias, V2WriteCommand, View}
 import org.apache.spark.sql.delta.{DeltaColumnMapping, DeltaLog}
+import org.apache.spark.sql.delta.actions.{AddFile, Metadata, RemoveFile}
 import org.apache.spark.sql.delta.catalog.DeltaTableV2
 import org.apache.spark.sql.delta.commands.{
   DeleteCommand, MergeIntoCommand, OptimizeTableCommand, RestoreTableCommand, UpdateCommand, WriteIntoDelta
@@ -21,8 +22,8 @@ import org.apache.spark.sql.types.StructType
 import org.slf4j.LoggerFactory
 
 import sparkbloom.index.{
-  DataFile, IndexDiscovery, IndexPruner, IndexedColumn, KeySetPruner, ResolvedTable, RowGroupSelection, TableFormat,
-  TableListing, TableRef
+  DataFile, IndexDiscovery, IndexPruner, IndexedColumn, KeySetPruner, ResolvedTable, RowGroupSelection, TableChanges,
+  TableFormat, TableListing, TableRef
 }
 import sparkbloom.predicate.Conditions
 import sparkbloom.scan.NativeFilters
@@ -150,8 +151,39 @@ object DeltaFormat extends TableFormat {
               DataFile(index.absolutePath(a.path).toString, a.size, a.modificationTime)),
             Some(s"Delta version ${current.version}"))
         },
-        fileColumn = f => (Some(DeltaColumnMapping.getPhysicalName(f)), None))
+        fileColumn = f => (Some(DeltaColumnMapping.getPhysicalName(f)), None),
+        changesSince = since => changesSince(index, since))
     }
+  }
+
+  private val VersionListed = """Delta version (\d+)""".r
+
+  /** Commits read at most to bring an index up to date from the log; more, and the snapshot is listed whole. */
+  val MaxCommitsRead = 100
+
+  /**
+   * The data files the commits after version `since` added and removed, read from those commits' JSON files alone
+   * (no state reconstruction of the snapshot: a Spark job, and a read of the whole log, on every write). None when
+   * the commits are not all there, or one of them changes the table's metadata (schema, column mapping: REPLACE
+   * TABLE), or there are more than [[MaxCommitsRead]].
+   */
+  private def changesSince(index: TahoeLogFileIndex, since: String): Option[TableChanges] = since match {
+    case VersionListed(v) =>
+      val from = v.toLong
+      val to = index.deltaLog.update().version
+      if (to < from || to - from > MaxCommitsRead) None
+      else if (to == from) Some(TableChanges(Nil, Set.empty, since))
+      else {
+        val commits = index.deltaLog.getChanges(from + 1).takeWhile(_._1 <= to).toVector
+        if (commits.map(_._1) != (from + 1 to to) || commits.exists(_._2.exists(_.isInstanceOf[Metadata]))) None
+        else Some(TableChanges.of(commits.iterator.map { case (_, actions) =>
+            (actions.collect { case a: AddFile =>
+                DataFile(index.absolutePath(a.path).toString, a.size, a.modificationTime)
+              },
+              actions.collect { case r: RemoveFile => index.absolutePath(r.path).toString })
+          }, s"Delta version $to"))
+      }
+    case _ => None
   }
 
   override def rewrite(session: SparkSession, phase: TableFormat.Phase, filter: Filter,

@@ -18,7 +18,7 @@ import org.slf4j.LoggerFactory
 
 import sparkbloom.index.{
   DataFile, IndexDiscovery, IndexPruner, IndexVersion, IndexedColumn, KeySetPruner, KeySource, ResolvedTable,
-  RowGroupSelection, SerializableConf, TableFormat, TableListing, TableRef
+  RowGroupSelection, SerializableConf, TableChanges, TableFormat, TableListing, TableRef
 }
 import sparkbloom.predicate.Conditions
 import sparkbloom.scan.NativeFilters
@@ -129,9 +129,44 @@ object IcebergFormat extends TableFormat {
                     TableListing(files, Some(s"Iceberg snapshot ${snap.snapshotId()}"))
                 }
               },
-              fileColumn = f => (None, Option(table.schema().findField(f.name)).map(_.fieldId()))))
+              fileColumn = f => (None, Option(table.schema().findField(f.name)).map(_.fieldId())),
+              changesSince = since => changesSince(table, conf, since)))
           case _ => None
         }
+      }
+    case _ => None
+  }
+
+  private val SnapshotListed = """Iceberg snapshot (-?\d+)""".r
+
+  /** Snapshots read back from the current one at most, looking for the one an index covers. */
+  val MaxSnapshotsRead = 100
+
+  /**
+   * The data files the snapshots after `since` (one of this table's snapshots, as a listing names it) added and
+   * removed, from the manifests each of them wrote: an append reads one manifest, not the table's. None when
+   * `since` is not an ancestor of the current snapshot within [[MaxSnapshotsRead]] (a rollback, an expired
+   * snapshot, a table made again).
+   */
+  private def changesSince(table: BaseTable, conf: org.apache.hadoop.conf.Configuration,
+                           since: String): Option[TableChanges] = since match {
+    case SnapshotListed(id) =>
+      table.refresh()
+      val target = id.toLong
+      val current = table.currentSnapshot()
+      var after = List.empty[org.apache.iceberg.Snapshot] // the snapshots after `target`, oldest first
+      var s = current
+      while (s != null && s.snapshotId() != target && after.size <= MaxSnapshotsRead) {
+        after = s :: after
+        s = Option(s.parentId()).map(p => table.snapshot(p.longValue())).orNull
+      }
+      if (s == null || s.snapshotId() != target) None
+      else {
+        Some(TableChanges.of(after.iterator.map { snap =>
+            (snap.addedDataFiles(table.io()).asScala.map(f =>
+                DataFile(qualify(f.location(), conf), f.fileSizeInBytes(), 0L)).toSeq,
+              snap.removedDataFiles(table.io()).asScala.map(f => qualify(f.location(), conf)).toSeq)
+          }, s"Iceberg snapshot ${current.snapshotId()}"))
       }
     case _ => None
   }

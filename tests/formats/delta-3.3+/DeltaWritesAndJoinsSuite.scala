@@ -8,8 +8,8 @@ import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.BloomIndexes
-import sparkbloom.index.{ColumnSpec, IndexDescription, TableRef}
-import sparkbloom.sql.BackgroundMaintenance
+import sparkbloom.index.{ColumnSpec, IndexDescription, IndexManager, TableFormat, TableRef}
+import sparkbloom.sql.{BackgroundMaintenance, MaintainOnWrite}
 
 /**
  * The writes and joins of a Delta lake. Maintenance on write: Delta's own writes (appends by path and by catalog
@@ -198,6 +198,47 @@ class DeltaWritesAndJoinsSuite extends AnyFunSuite with DeltaSpark {
     both(t => s"RESTORE TABLE $t TO VERSION AS OF 1")
     assert(lookup("dm_on", "u-1007", 1) <= 2)
     assert(lookup("dm_on", "changed-u-1007", 0) <= 2)
+  }
+
+  test("after a commit the index takes the files it added and removed from the log, without listing the table") {
+    sql(s"""CREATE TABLE dl (id BIGINT, k STRING, v BIGINT) USING delta TBLPROPERTIES (
+           |'delta.columnMapping.mode' = 'name', 'delta.enableDeletionVectors' = 'true')""".stripMargin)
+    batch(0, 1200, 6).write.format("delta").mode("append").saveAsTable("dl")
+    sql("CREATE BLOOM INDEX ix ON dl (k)")
+    val ref = TableRef.Catalog("dl")
+    /** The index brought up to date from the log by the maintenance of a write; listing the table fails it. */
+    def fromLog(): IndexDescription = {
+      val t = BloomIndexes.resolve(spark, ref, refresh = true)
+      IndexManager.update(spark, t.copy(listing = () => fail("the table was listed whole")), "ix", full = false,
+        fromLog = true)
+      val d = described("dl")
+      assert(d.snapshotCovered == d.snapshotNow && d.filesNotCovered == 0 && d.filesDeleted == 0, d)
+      assert(d.filesCovered == d.filesInTable, d)
+      d
+    }
+    withoutMaintenance {
+      batch(1200, 1500, 3).write.format("delta").mode("append").saveAsTable("dl") // 3 files added
+      sql("INSERT INTO dl SELECT id, concat('u-', cast(id as string)), 0 FROM range(1500, 1600, 1, 2)")
+    }
+    assert(fromLog().filesInTable == 11)
+    assert(lookup("dl", "u-1550", 1) <= 2)
+    withoutMaintenance(sql("DELETE FROM dl WHERE id % 100 = 3")) // deletion vectors: each file removed and re-added
+    fromLog()
+    assert(lookup("dl", "u-1203", 0) <= 2)
+    withoutMaintenance(sql("UPDATE dl SET k = 'upd-' || k WHERE id = 1404")) // a file rewritten
+    fromLog()
+    assert(lookup("dl", "upd-u-1404", 1) <= 2)
+    withoutMaintenance(sql("OPTIMIZE dl")) // every file replaced
+    assert(fromLog().filesInTable == 1)
+    assert(lookup("dl", "u-1199", 1) <= 1)
+    // A commit that changes the table's metadata (a column added) is not read from the log: the table is listed.
+    withoutMaintenance(sql("ALTER TABLE dl ADD COLUMNS (w INT)"))
+    val t = BloomIndexes.resolve(spark, ref, refresh = true)
+    assert(t.changesSince(described("dl").snapshotCovered.get).isEmpty)
+    assert(t.changesSince("Delta version 0").isEmpty) // from before the metadata change: listed whole as well
+    MaintainOnWrite.afterTableWrite(spark, Seq(TableFormat.Written(t.root, ref)))
+    val d = described("dl")
+    assert(d.snapshotCovered == d.snapshotNow && d.filesNotCovered == 0, d)
   }
 
   test("an index created with maintain_on_write = false is left to REFRESH") {

@@ -8,8 +8,8 @@ import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.BloomIndexes
-import sparkbloom.index.{IndexDescription, TableRef}
-import sparkbloom.sql.BackgroundMaintenance
+import sparkbloom.index.{IndexDescription, IndexManager, TableFormat, TableRef}
+import sparkbloom.sql.{BackgroundMaintenance, MaintainOnWrite}
 
 /**
  * The writes and joins of an Iceberg lake.
@@ -100,6 +100,45 @@ class IcebergWritesAndJoinsSuite extends AnyFunSuite with IcebergSpark {
     assert(sorted(t) == before)
     assert(lookup(t, "u-1500", 1) <= 2)
     assert(lookup(t, "u-9999", 0) <= 1)
+  }
+
+  test("after a commit the index takes the files its snapshots added and removed, without listing the table") {
+    val t = "ice.db.logged"
+    indexedTable(t, 1200, 6)
+    val ref = TableRef.Catalog(t)
+    /** The index brought up to date from the snapshots by the maintenance of a write; listing the table fails it. */
+    def fromSnapshots(): IndexDescription = {
+      val r = BloomIndexes.resolve(spark, ref, refresh = true)
+      IndexManager.update(spark, r.copy(listing = () => fail("the table was listed whole")), "ix", full = false,
+        fromLog = true)
+      val d = described(t)
+      assert(d.snapshotCovered == d.snapshotNow && d.filesNotCovered == 0 && d.filesDeleted == 0, d)
+      assert(d.filesCovered == d.filesInTable, d)
+      d
+    }
+    withoutMaintenance {
+      rowsOf(1200, 1500, 3).writeTo(t).append()
+      rowsOf(1500, 1600, 2).writeTo(t).append() // two snapshots read at once
+    }
+    assert(fromSnapshots().filesInTable == 11)
+    assert(lookup(t, "u-1550", 1) <= 2)
+    withoutMaintenance(sql(s"DELETE FROM $t WHERE id % 100 = 3")) // copy-on-write: files replaced
+    fromSnapshots()
+    assert(lookup(t, "u-1203", 0) <= 2)
+    withoutMaintenance(
+      sql(s"CALL ice.system.rewrite_data_files(table => 'db.logged', options => map('min-input-files', '2'))"))
+    assert(fromSnapshots().filesInTable < 11)
+    assert(lookup(t, "u-1199", 1) <= 1)
+    // A snapshot that is no ancestor of the current one (after a rollback) is not read from: the table is listed.
+    val first = spark.sql(s"SELECT snapshot_id FROM $t.snapshots ORDER BY committed_at").head().getLong(0)
+    withoutMaintenance(sql(s"CALL ice.system.rollback_to_snapshot('db.logged', $first)"))
+    val r = BloomIndexes.resolve(spark, ref, refresh = true)
+    assert(r.changesSince(described(t).snapshotCovered.get).isEmpty)
+    MaintainOnWrite.afterTableWrite(spark, Seq(TableFormat.Written(r.root, ref)))
+    val d = described(t)
+    assert(d.snapshotCovered == d.snapshotNow && d.filesNotCovered == 0 && d.filesInTable == 6, d)
+    assert(lookup(t, "u-1550", 0) <= 1)
+    assert(lookup(t, "u-1150", 1) <= 1)
   }
 
   test("a write sparkbloom is not told of is caught up by the next lookup in the background") {

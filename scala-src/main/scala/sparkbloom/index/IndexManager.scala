@@ -86,11 +86,15 @@ object IndexManager {
    * refresh that loses the commit race to another update of the index (a REFRESH, a maintained write, the background
    * catch-up) is built again on the version that won, up to [[IncrementalAttempts]] times, so that they do not fail
    * each other; a full one fails with [[ConcurrentIndexUpdateException]], as it asked for a rebuild of its own.
+   *
+   * `fromLog` (maintenance after a commit): the table's changes since the version the index covers are read from
+   * its log when its format can tell them ([[ResolvedTable.changesSince]]), so that the cost of keeping up with a
+   * write does not grow with the table; otherwise, and after a failed update, the table is listed whole.
    */
-  def update(spark: SparkSession, t: ResolvedTable, name: String, full: Boolean): Unit = {
+  def update(spark: SparkSession, t: ResolvedTable, name: String, full: Boolean, fromLog: Boolean = false): Unit = {
     var attempt = 1
     while (true) {
-      try return updateOnce(spark, t, name, full)
+      try return updateOnce(spark, t, name, full, fromLog)
       catch {
         case e: ConcurrentIndexUpdateException if !full && attempt < IncrementalAttempts =>
           log.info(s"sparkbloom: ${e.getMessage}; refreshing again on the newer version")
@@ -100,7 +104,8 @@ object IndexManager {
   }
   val IncrementalAttempts = 3
 
-  private def updateOnce(spark: SparkSession, t: ResolvedTable, name: String, full: Boolean): Unit = {
+  private def updateOnce(spark: SparkSession, t: ResolvedTable, name: String, full: Boolean,
+                         fromLog: Boolean): Unit = {
     val dir = indexDir(spark, t, name)
     val fs = dir.getFileSystem(spark.sessionState.newHadoopConf())
     val meta = IndexStore.latestMeta(fs, dir)._1.getOrElse(
@@ -108,10 +113,34 @@ object IndexManager {
     val cols = meta.columns.map(c =>
       IndexColumns.stillThere(t, c).getOrElse(IndexColumns.resolve(t, Seq(c.spec), meta.options).head))
     val loaded = IndexStore.load(fs, spark.sessionState.newHadoopConf(), dir, meta)
-    val files = withNewerCovered(spark, t.listing(), loaded.layout)
     // Damage, or a format-1 version (its filters are only in memory): rebuild everything.
     val previous = if (full || loaded.problems.nonEmpty || loaded.memorySegments.nonEmpty) None else Some(loaded)
+    val changed =
+      if (!fromLog || previous.isEmpty || fs.exists(new Path(dir, NeedsRefresh))) None
+      else meta.tableSnapshot.flatMap(s => changesSince(t, s))
+    val files = changed.map(c => listingAfter(loaded.layout, c))
+      .getOrElse(withNewerCovered(spark, t.listing(), loaded.layout))
     buildVersion(spark, t, dir, name, cols, meta.options, meta.version + 1, files, previous)
+  }
+
+  /** `t`'s changes since `snapshot`; None when its format cannot tell, or fails to (never throws). */
+  private def changesSince(t: ResolvedTable, snapshot: String): Option[TableChanges] =
+    try t.changesSince(snapshot)
+    catch {
+      case NonFatal(e) =>
+        log.info(s"sparkbloom: the changes to ${t.display} since $snapshot are listed whole (${e.getMessage})"); None
+    }
+
+  /**
+   * The table's files after `changes`, as far as an index version over the files before them (`before`) needs:
+   * the files it covers that the changes left alone, and those they added. A file of the older version the index
+   * does not cover stays uncovered (as it was), until a refresh from a whole listing.
+   */
+  private[index] def listingAfter(before: Layout, changes: TableChanges): TableListing = {
+    val gone = changes.removed ++ changes.added.iterator.map(_.path)
+    val kept = (0 until before.numFiles).iterator.filterNot(f => gone.contains(before.paths(f)))
+      .map(f => DataFile(before.paths(f), before.sizes(f), before.mtimes(f))).toVector
+    TableListing(kept ++ changes.added, Some(changes.snapshot))
   }
 
   /**

@@ -128,21 +128,23 @@ object MaintainOnWrite extends Logging {
 
   /**
    * After a Delta or Iceberg write committed: each maintained index on the tables it wrote gets an incremental
-   * refresh (then an OPTIMIZE once fragmented, as after Parquet writes). Never throws; false when an index could not
-   * be listed or refreshed.
+   * refresh (then an OPTIMIZE once fragmented, as after Parquet writes), from the commits since the version it
+   * covers (`fromLog`; [[IndexManager.update]]), or from the table listed whole (a catch-up after a lookup read files
+   * it did not cover). Never throws; false when an index could not be listed or refreshed.
    */
-  def afterTableWrite(session: SparkSession, written: Seq[TableFormat.Written]): Boolean = written.map { w =>
-    val names = try Some(indexNames(session, w.root))
-    catch { case NonFatal(e) => logWarning(s"sparkbloom: cannot list the bloom indexes of ${w.table}", e); None }
-    lazy val resolved = BloomIndexes.resolve(session, w.table, refresh = true)
-    names.exists(_.map { name =>
-      val updated =
-        updateOrMark(session, w.root, w.table.display, name)(IndexManager.update(session, resolved, name, full = false))
-      optimizeIfFragmented(session, w.table,
-        new Path(IndexStore.indexesDir(w.root, BloomConf.indexRoot(session)), name))
-      updated
-    }.forall(identity))
-  }.forall(identity)
+  def afterTableWrite(session: SparkSession, written: Seq[TableFormat.Written], fromLog: Boolean = true): Boolean =
+    written.map { w =>
+      val names = try Some(indexNames(session, w.root))
+      catch { case NonFatal(e) => logWarning(s"sparkbloom: cannot list the bloom indexes of ${w.table}", e); None }
+      lazy val resolved = BloomIndexes.resolve(session, w.table, refresh = true)
+      names.exists(_.map { name =>
+        val updated = updateOrMark(session, w.root, w.table.display, name)(
+          IndexManager.update(session, resolved, name, full = false, fromLog = fromLog))
+        optimizeIfFragmented(session, w.table,
+          new Path(IndexStore.indexesDir(w.root, BloomConf.indexRoot(session)), name))
+        updated
+      }.forall(identity))
+    }.forall(identity)
 
   /**
    * `update` of index `name` of the table at `root` after its write committed; on any error the index is marked for
@@ -481,7 +483,8 @@ object BackgroundMaintenance extends Logging {
           SparkSession.setActiveSession(session)
           val w = written
           logInfo(s"sparkbloom: refreshing the bloom indexes of ${w.table.display} ($why)")
-          if (!MaintainOnWrite.afterTableWrite(session, Seq(w))) failedAt.put(key, System.currentTimeMillis())
+          if (!MaintainOnWrite.afterTableWrite(session, Seq(w), fromLog = !afterLookup))
+            failedAt.put(key, System.currentTimeMillis())
         } catch {
           case NonFatal(t) =>
             failedAt.put(key, System.currentTimeMillis())

@@ -11,7 +11,7 @@ import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{Attribute, ExprId, Expression}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan, RowLevelWrite, V2WriteCommand}
 import org.apache.spark.sql.connector.catalog.{Table => SparkCatalogTable}
-import org.apache.spark.sql.connector.write.SupportsDelta
+import org.apache.spark.sql.connector.write.{SupportsDelta, WriterCommitMessage}
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.datasources.v2.{BatchScanExec, DataSourceV2Relation, DataSourceV2ScanRelation}
 import org.slf4j.LoggerFactory
@@ -136,6 +136,25 @@ object IcebergFormat extends TableFormat {
       }
     case _ => None
   }
+
+  private val TaskCommitClass = "org.apache.iceberg.spark.source.SparkWrite$TaskCommit"
+
+  override def appendsIndexedInTask: Boolean = true
+
+  /**
+   * The data files of Iceberg's task commit message (`SparkWrite.TaskCommit`, whose `files()` is package-private:
+   * read by reflection, None on any failure), qualified as the listing qualifies them, with their record counts.
+   */
+  override def filesWritten(message: WriterCommitMessage, conf: org.apache.hadoop.conf.Configuration)
+      : Option[Seq[(String, Long)]] =
+    if (message == null || message.getClass.getName != TaskCommitClass) None
+    else
+      try {
+        val files = message.getClass.getDeclaredMethod("files")
+        files.setAccessible(true)
+        Some(files.invoke(message).asInstanceOf[Array[org.apache.iceberg.DataFile]].toSeq.map(f =>
+            (qualify(f.location(), conf), f.recordCount())))
+      } catch { case NonFatal(_) | _: LinkageError => None }
 
   private val SnapshotListed = """Iceberg snapshot (-?\d+)""".r
 

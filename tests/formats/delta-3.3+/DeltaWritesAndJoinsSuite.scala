@@ -95,6 +95,23 @@ class DeltaWritesAndJoinsSuite extends AnyFunSuite with DeltaSpark {
     assert(skippedBySource == 0, s"a clause over unmatched target rows must read every file: $skippedBySource")
   }
 
+  test("MERGE with a literal on the target in ON or in a clause: the files without a key are skipped") {
+    create("ml_on", indexed = true); create("ml_off", indexed = false)
+    spark.createDataFrame(Seq(("u-18", 1L), ("u-19", 2L), ("u-2000", 3L), ("nope", 4L))).toDF("key", "nv")
+      .createOrReplaceTempView("msrc")
+    for (stmt <- Seq[String => String](
+        t => s"MERGE INTO $t t USING msrc s ON t.k = s.key AND t.k = 'u-18' WHEN MATCHED THEN UPDATE SET v = s.nv",
+        t => s"MERGE INTO $t t USING msrc s ON t.k = s.key AND t.k IN ('u-19', 'u-2000') WHEN MATCHED THEN DELETE",
+        t => s"MERGE INTO $t t USING msrc s ON t.k = s.key WHEN MATCHED AND t.k = 'u-18' THEN UPDATE SET v = 7")) {
+      val (lookups, skipped) = skippedDuring("ml_on")(sql(stmt("ml_on")))
+      withIndexEnabled(on = false)(sql(stmt("ml_off")))
+      assert(rows("ml_on") == rows("ml_off"), stmt("ml_on"))
+      // the keys are in 3 of the 60 files
+      assert(lookups >= 1 && skipped >= Files - 4, s"${stmt("ml_on")}: lookups $lookups, skipped $skipped")
+    }
+    assert(rows("ml_on").size == 3000 - 2)
+  }
+
   test("DELETE and UPDATE with an IN (subquery), where Delta accepts them, equal the unindexed ones") {
     create("d_on", indexed = true); create("d_off", indexed = false)
     spark.createDataFrame(Seq(Tuple1("u-8"), Tuple1("u-2999"))).toDF("key").createOrReplaceTempView("gone")
@@ -239,6 +256,33 @@ class DeltaWritesAndJoinsSuite extends AnyFunSuite with DeltaSpark {
     MaintainOnWrite.afterTableWrite(spark, Seq(TableFormat.Written(t.root, ref)))
     val d = described("dl")
     assert(d.snapshotCovered == d.snapshotNow && d.filesNotCovered == 0, d)
+  }
+
+  test("REPLACE TABLE: lookups answer as without sparkbloom, and the index catches up after the first lookup") {
+    sql("CREATE TABLE dr (id BIGINT, k STRING, v BIGINT) USING delta")
+    batch(0, 1000, 5).write.format("delta").mode("append").saveAsTable("dr")
+    sql("CREATE BLOOM INDEX ix ON dr (k)")
+    // The same schema, other rows: the files of the table before are all removed, in a commit with new metadata.
+    sql("CREATE OR REPLACE TABLE dr USING delta AS " +
+      "SELECT id, concat('u-', cast(id as string)) AS k, id % 7 AS v FROM range(5000, 5600, 1, 4)")
+    withSQLConf("spark.sparkbloom.maintainOnWrite.refreshOnRead" -> "true") {
+      val o = compare(spark.table("dr").where("k IN ('u-5100', 'u-100')"))
+      assert(o.on == o.off && o.on.size == 1, s"${o.on} / ${o.off}")
+      assert(BackgroundMaintenance.await(spark, 60000), "the queued refresh ran")
+    }
+    val d = described("dr")
+    assert(d.filesInTable == 4 && d.filesNotCovered == 0 && d.filesCovered == 4 && d.filesDeleted == 0, d)
+    assert(lookup("dr", "u-5300", 1) <= 2)
+    assert(lookup("dr", "u-300", 0) <= 1)
+    // Replaced with another type for the indexed column: never a wrong answer, the index no longer used for it.
+    sql("CREATE OR REPLACE TABLE dr USING delta AS SELECT id, id AS k, id % 7 AS v FROM range(0, 600, 1, 4)")
+    withSQLConf("spark.sparkbloom.maintainOnWrite.refreshOnRead" -> "true") {
+      val typed = compare(spark.table("dr").where("k = 300"))
+      assert(typed.on == typed.off && typed.on.size == 1, s"${typed.on} / ${typed.off}")
+      assert(BackgroundMaintenance.await(spark, 60000), "the queued refresh ran")
+    }
+    val again = compare(spark.table("dr").where("k = 301"))
+    assert(again.on == again.off && again.on.size == 1, s"${again.on} / ${again.off}")
   }
 
   test("an index created with maintain_on_write = false is left to REFRESH") {

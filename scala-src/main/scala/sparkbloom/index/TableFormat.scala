@@ -1,9 +1,11 @@
 package sparkbloom.index
 
+import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.Attribute
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan}
+import org.apache.spark.sql.connector.write.WriterCommitMessage
 import org.apache.spark.sql.execution.SparkPlan
 
 /**
@@ -81,6 +83,17 @@ trait TableFormat {
    * once per JVM; the default hears of nothing.
    */
   def watchCommits(onCommit: TableFormat.Commit => Unit): Unit = ()
+
+  /**
+   * Maintenance on write, inside the write's tasks: the data files one write task of this format wrote, from the
+   * commit message its data writer returned (a V2 append's), as (path as this format lists it, rows), in the order
+   * written; None when the message is not this format's or cannot be read. Runs in the write tasks and on the
+   * driver. A format that answers here is asked to index its V2 appends in their tasks ([[appendsIndexedInTask]]).
+   */
+  def filesWritten(message: WriterCommitMessage, conf: Configuration): Option[Seq[(String, Long)]] = None
+
+  /** Whether V2 appends (`AppendData`) into this format's tables are indexed in their tasks ([[filesWritten]]). */
+  def appendsIndexedInTask: Boolean = false
 }
 
 object TableFormat {

@@ -16,6 +16,7 @@ import org.apache.spark.sql.execution.{ColumnarRule, SparkPlan, UnaryExecNode}
 import org.apache.spark.sql.execution.command.{DataWritingCommandExec, ExecutedCommandExec}
 import org.apache.spark.sql.execution.datasources.InsertIntoHadoopFsRelationCommand
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
+import org.apache.spark.sql.execution.datasources.v2.AppendDataExec
 import org.apache.spark.sql.execution.metric.SQLMetric
 import org.apache.spark.sql.streaming.StreamingQueryListener
 import org.apache.spark.util.CollectionAccumulator
@@ -24,9 +25,10 @@ import sparkbloom.BloomConf
 import sparkbloom.api.BloomIndexes
 import sparkbloom.formats.TableFormats
 import sparkbloom.index.{
-  IndexDescription, IndexManager, IndexStore, IndexVersion, ScanSkipping, SkippingLog, TableFormat, TableRef,
-  WriteIndexer
+  IndexDescription, IndexManager, IndexStore, IndexVersion, ScanSkipping, SerializableConf, SkippingLog, TableFormat,
+  TableRef, WriteIndexer
 }
+import sparkbloom.index.sliced.EntryMeta
 import sparkbloom.shims.DelegatingWriteCommand
 
 /**
@@ -71,15 +73,20 @@ final case class IndexMaintainingWrite(inner: InsertIntoHadoopFsRelationCommand,
  * the files the commit removed are dropped. A failed write fails as it would have; a failed refresh is logged and
  * leaves the index as it was, the new files merely uncovered (never a failed write).
  */
-final case class IndexMaintainingTableWrite(child: SparkPlan, written: Seq[TableFormat.Written])
+final case class IndexMaintainingTableWrite(child: SparkPlan, written: Seq[TableFormat.Written],
+                                            byTasks: Option[MaintainOnWrite.V2IndexedByTasks] = None)
   extends UnaryExecNode {
   override def output: Seq[Attribute] = child.output
   override def nodeName: String = "MaintainBloomIndexes"
   override def simpleString(maxFields: Int): String =
-    s"$nodeName [${written.map(_.table.display).mkString(", ")}]"
+    s"$nodeName [${written.map(_.table.display).mkString(", ")}]${if (byTasks.isDefined) " in write tasks" else ""}"
 
   private def maintained[T](result: T): T = {
-    MaintainOnWrite.afterTableWrite(Option[SparkSession](session).getOrElse(SparkSession.active), written)
+    val s = Option[SparkSession](session).getOrElse(SparkSession.active)
+    byTasks match {
+      case Some(b) => MaintainOnWrite.commitV2IndexedByTasks(s, written.head, b)
+      case None => MaintainOnWrite.afterTableWrite(s, written)
+    }
     result
   }
   override def executeCollect(): Array[InternalRow] = maintained(child.executeCollect())
@@ -100,6 +107,8 @@ object MaintainOnWrite extends Logging {
             case None => w.copy(cmd = IndexMaintainingWrite(withNativeFilters(session, cmd)))
           }
         case e: ExecutedCommandExec => maintaining(e, e.cmd)
+        case a: AppendDataExec if a.logicalLink.exists(_.isInstanceOf[V2WriteCommand]) =>
+          indexedByV2Tasks(session, a).getOrElse(maintaining(a, a.logicalLink.get))
         case p if p.logicalLink.exists(_.isInstanceOf[V2WriteCommand]) => maintaining(p, p.logicalLink.get)
         case other => other
       }
@@ -259,6 +268,85 @@ object MaintainOnWrite extends Logging {
         None
     }
 
+  /** A V2 append whose tasks index what they write: the wrapped write, and what its tasks report. */
+  final case class V2IndexedByTasks(write: IndexingV2Write, tasks: IndexedByTasks)
+
+  /**
+   * A V2 append (`AppendData`) into a table whose format indexes its appends in their tasks (Iceberg;
+   * [[TableFormat.appendsIndexedInTask]]), wrapped so that its tasks do ([[IndexingV2Write]]), when
+   * `spark.sparkbloom.maintainOnWrite.inTask` is on, the append writes one table with maintained indexes, every
+   * index of it is readable in the current format, and every indexed column is written as a type the tasks hash.
+   * Otherwise None (maintained by a refresh after the commit). Never throws.
+   */
+  def indexedByV2Tasks(session: SparkSession, a: AppendDataExec): Option[SparkPlan] =
+    try {
+      val logical = a.logicalLink.get
+      val format = TableFormats.all.find(f => f.appendsIndexedInTask && f.writtenBy(session, logical).nonEmpty)
+      if (!BloomConf.maintainInTask(session) || format.isEmpty) return None
+      val written = tablesWritten(session, logical)
+      if (written.size != 1) return None
+      val dir = IndexStore.indexesDir(written.head.root, BloomConf.indexRoot(session))
+      val plans = indexNames(session, written.head.root).map(n => IndexManager.writePlan(session, new Path(dir, n)))
+      if (plans.isEmpty || plans.exists(_.isEmpty)) return None
+      val output = a.query.output
+      val columns = plans.flatten.flatMap(_.columns).map(_.name.toLowerCase(java.util.Locale.ROOT)).distinct.map { n =>
+        val i = output.indexWhere(_.name.toLowerCase(java.util.Locale.ROOT) == n)
+        if (i < 0 || WriteIndexer.physicalType(output(i).dataType).isEmpty) return None
+        n -> (i, output(i).dataType)
+      }.toMap
+      val acc = new CollectionAccumulator[WriteIndexer.Part]()
+      session.sparkContext.register(acc, "sparkbloom.written")
+      val tasks = IndexedByTasks(plans.flatten, acc)
+      val write = new IndexingV2Write(a.write, format.get, tasks.plans, columns, acc,
+        new SerializableConf(session.sessionState.newHadoopConf()))
+      Some(IndexMaintainingTableWrite(a.copy(write = write), written, Some(V2IndexedByTasks(write, tasks))))
+    } catch {
+      case NonFatal(e) => logWarning("sparkbloom: a V2 append is indexed after its commit, not by its tasks", e); None
+    }
+
+  /**
+   * After a V2 append whose tasks indexed it: when every file the commit added was indexed by its task for every
+   * index, each index takes the entries on top of its newest version (the table is neither listed nor read);
+   * otherwise, or when an index cannot take them, the table's indexes get the refresh of [[afterTableWrite]].
+   * Never throws.
+   */
+  def commitV2IndexedByTasks(session: SparkSession, w: TableFormat.Written, b: V2IndexedByTasks): Unit = {
+    import scala.jdk.CollectionConverters._
+    val parts = b.tasks.written.value.asScala.toSeq
+    val committed = b.write.committed
+    val complete = committed.isDefined && parts.forall(_.indexDir.nonEmpty) && b.tasks.plans.forall { plan =>
+      val mine = parts.filter(_.indexDir == plan.indexDir)
+      mine.forall(_.failed.isEmpty) && mine.flatMap(_.files).sorted == committed.get.sorted
+    }
+    val taken = complete && b.tasks.plans.forall(plan =>
+      try { commitTaskParts(session, plan, parts.filter(_.indexDir == plan.indexDir), identity); true }
+      catch {
+        case NonFatal(e) =>
+          logWarning(
+            s"sparkbloom: bloom index ${new Path(plan.indexDir).getName} could not take the entries the " +
+              s"write into ${w.table.display} built; refreshing it instead", e)
+          false
+      })
+    if (!taken) { afterTableWrite(session, Seq(w)); () }
+    else b.tasks.plans.foreach(p => optimizeIfFragmented(session, w.table, new Path(p.indexDir)))
+  }
+
+  /**
+   * Commits the entries one index's write tasks built (`mine`), and the filters they shipped, stored now, on top of
+   * its newest version; `finalEntry` maps an entry from where its task saw its file to where the table has it.
+   * Throws when it cannot.
+   */
+  private def commitTaskParts(session: SparkSession, plan: WriteIndexer.Plan, mine: Seq[WriteIndexer.Part],
+                              finalEntry: EntryMeta => EntryMeta): Unit = {
+    val (shippedEntries, shippedSegments, shippedSummaries) =
+      if (mine.forall(_.shipped.isEmpty)) (Nil, Nil, Nil)
+      else WriteIndexer.storeShipped(plan, session.sessionState.newHadoopConf(), mine.flatMap(_.shipped))
+    val entries = (mine.flatMap(_.entries) ++ shippedEntries).map(finalEntry)
+    if (entries.nonEmpty)
+      IndexManager.commitWritten(session, new Path(plan.indexDir), plan.dataDirName, entries,
+        mine.flatMap(_.segments) ++ shippedSegments, mine.flatMap(_.summaries) ++ shippedSummaries)
+  }
+
   /**
    * After a write whose tasks indexed it: each index takes the entries its tasks built, their files mapped from
    * where the tasks wrote them to where the commit put them (the same partition directories and name under the
@@ -281,17 +369,12 @@ object MaintainOnWrite extends Logging {
         numFiles.contains(mine.map(_.files.size).sum.toLong)
       complete &&
       (try {
-        val (shippedEntries, shippedSegments, shippedSummaries) =
-          if (mine.forall(_.shipped.isEmpty)) (Nil, Nil, Nil)
-          else WriteIndexer.storeShipped(plan, session.sessionState.newHadoopConf(), mine.flatMap(_.shipped))
-        val entries = (mine.flatMap(_.entries) ++ shippedEntries).map { e =>
-          val st = finals(e.path)
-          if (st.getLen != e.size) throw new IllegalStateException(s"${st.getPath} changed after it was written")
-          e.copy(path = st.getPath.toString, mtime = st.getModificationTime)
-        }
-        if (entries.nonEmpty)
-          IndexManager.commitWritten(session, new Path(plan.indexDir), plan.dataDirName, entries,
-            mine.flatMap(_.segments) ++ shippedSegments, mine.flatMap(_.summaries) ++ shippedSummaries)
+        commitTaskParts(session, plan, mine,
+          e => {
+            val st = finals(e.path)
+            if (st.getLen != e.size) throw new IllegalStateException(s"${st.getPath} changed after it was written")
+            e.copy(path = st.getPath.toString, mtime = st.getModificationTime)
+          })
         true
       } catch {
         case NonFatal(e) =>

@@ -7,8 +7,12 @@ Each round appends the same --files files of --rows rows to both (order alternat
 ``df.write.mode("append").parquet``; the indexed table's write returns only once its index covers the new files
 (checked after each round: 0 files uncovered). Median wall times over --rounds, after --warmup rounds.
 
+With --format delta or iceberg, each indexed write is followed (outside its time) by a timing of the step that
+maintenance after a commit replaced: the table listed whole, against the write's changes read from the table's log.
+
 Usage (from the repository root, with the sparkbloom wheel installed, e.g. by dev/test or dev/demo):
   .venv/bin/python benchmarks/write_maintenance.py [--rows 2000000] [--files 8] [--rounds 5] [--json out.json]
+      [--format parquet|delta|iceberg] [--table-files N]
 """
 from __future__ import annotations
 
@@ -47,6 +51,10 @@ def main() -> int:
                     help="the tables' format: Spark's Parquet, Delta Lake (path tables) or Iceberg (tables of a Hadoop "
                          "catalog, appended with df.writeTo); the formats' jars from target/lakehouse, as "
                          "`dev/sbt lakehouseJars` copies them; their indexes are brought up to date after the commit")
+    ap.add_argument("--table-files", type=int, default=0,
+                    help="grow both tables to about this many more files first (one append of that many small "
+                         "files), so that a write's cost can be seen against the table's size; the indexed one's "
+                         "index then covers them")
     ap.add_argument("--maintain", choices=["on", "off"], default="on",
                     help="spark.sparkbloom.maintainOnWrite.enabled (off: the control, an indexed table written as "
                          "any other; its files are then left uncovered)")
@@ -102,12 +110,42 @@ def main() -> int:
         spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
     append(batch(0), plain, create=True)
     append(batch(0), indexed, create=True)
+    if args.table_files:
+        grow = (spark.range(-10 * args.table_files, 0, 1, args.table_files)
+                .selectExpr("id", "uuid() AS key", "id * 7 AS v", "repeat('x', 40) AS pad",
+                            *[f"id * {i + 11} AS n{i}" if i % 2 == 0 else f"concat('col{i}-', id % 1000003) AS s{i}"
+                              for i in range(args.extra_columns)]))
+        append(grow, plain)
+        append(grow, indexed)
     if iceberg:
         spark.sql(f"CREATE BLOOM INDEX ix ON {indexed} (id, key)")
     else:
         spark.read.format(args.format).load(indexed).bloomFilterIndex("id", "key", name="ix")
 
     times: dict[str, list[float]] = {"plain": [], "indexed": []}
+    # The step that maintenance after a commit replaced, timed after each indexed write (not part of its time): the
+    # table's files listed whole (Delta: its new snapshot's state reconstructed; Iceberg: its manifests planned),
+    # against the changes since the version before the write read from the table's log (Delta's commit file,
+    # Iceberg's new manifests), as maintenance now does.
+    listed: dict[str, list[float]] = {"listed_whole_s": [], "from_log_s": []}
+    jvm = spark.sparkContext._jvm
+
+    def time_listings() -> None:
+        ref = jvm.sparkbloom.index.TableRef.ofDisplay(indexed if iceberg else f"delta.`{indexed}`")
+        t = jvm.sparkbloom.api.BloomIndexes.resolve(spark._jsparkSession, ref, True)
+        if iceberg:
+            hist = spark.sql(f"SELECT snapshot_id FROM {indexed}.snapshots ORDER BY committed_at").collect()
+            since = f"Iceberg snapshot {hist[-2][0]}"
+        else:
+            since = "Delta version %d" % (spark.sql(f"DESCRIBE HISTORY delta.`{indexed}` LIMIT 1").head()[0] - 1)
+        s0 = time.perf_counter()
+        assert t.changesSince().apply(since).get().added().size() == args.files
+        s1 = time.perf_counter()
+        t.listing().apply().files().size()
+        s2 = time.perf_counter()
+        listed["from_log_s"].append(s1 - s0)
+        listed["listed_whole_s"].append(s2 - s1)
+
     jvm_gc = spark.sparkContext._jvm.java.lang.System.gc
     for r in range(args.warmup + args.rounds):
         start = (r + 1) * args.rows
@@ -122,6 +160,8 @@ def main() -> int:
             elapsed = time.perf_counter() - t
             if r >= args.warmup:
                 times[name].append(elapsed)
+                if name == "indexed" and args.format != "parquet" and args.maintain == "on":
+                    time_listings()
         print(f"round {r}{' (warm-up)' if r < args.warmup else ''}: plain {times['plain'][-1:]}, "
               f"indexed {times['indexed'][-1:]}", flush=True)
     # Checked once, after every write (DESCRIBE reads the whole index, which would load the machine between writes):
@@ -130,6 +170,10 @@ def main() -> int:
     assert d["files_not_covered"] == 0 or args.maintain == "off", d
     print(f"files covered {d['files_covered']}, not covered {d['files_not_covered']}", flush=True)
 
+    listing = {f"median_{k}": statistics.median(v) for k, v in listed.items() if v}
+    if listing:
+        print(f"listing the table whole {listing['median_listed_whole_s']:.3f} s, the write's commit read from the "
+              f"log {listing['median_from_log_s']:.3f} s (medians)", flush=True)
     med = {k: statistics.median(v) for k, v in times.items()}
     result = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -140,6 +184,7 @@ def main() -> int:
         "median_plain_s": med["plain"], "median_indexed_s": med["indexed"],
         "ratio": med["indexed"] / med["plain"],
         "files_covered": d["files_covered"], "files_not_covered": d["files_not_covered"],
+        "table_files": args.table_files, **listing, **listed,
     }
     print(json.dumps(result, indent=2))
     if args.json:

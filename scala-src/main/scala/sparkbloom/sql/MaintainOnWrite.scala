@@ -299,7 +299,9 @@ object MaintainOnWrite extends Logging {
       val tasks = IndexedByTasks(plans.flatten, acc)
       val write = new IndexingV2Write(a.write, format.get, tasks.plans, columns, acc,
         new SerializableConf(session.sessionState.newHadoopConf()))
-      Some(IndexMaintainingTableWrite(a.copy(write = write), written, Some(V2IndexedByTasks(write, tasks))))
+      val wrapped = a.copy(write = write)
+      wrapped.setLogicalLink(logical) // EXPLAIN and the SQL tab show it as the write it is
+      Some(IndexMaintainingTableWrite(wrapped, written, Some(V2IndexedByTasks(write, tasks))))
     } catch {
       case NonFatal(e) => logWarning("sparkbloom: a V2 append is indexed after its commit, not by its tasks", e); None
     }

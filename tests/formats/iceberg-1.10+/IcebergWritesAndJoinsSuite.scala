@@ -166,6 +166,7 @@ class IcebergWritesAndJoinsSuite extends AnyFunSuite with IcebergSpark {
     assert(insert.queryExecution.executedPlan.toString.contains("in write tasks"), insert.queryExecution.executedPlan)
     val after = described(t)
     assert(after.filesNotCovered == 0 && after.filesInTable == 8 && after.version == before.version + 2, after)
+    assert(after.snapshotCovered == after.snapshotNow, after) // each append's snapshot is recorded as covered
     def loaded(name: String): IndexVersion = {
       val conf = spark.sessionState.newHadoopConf()
       val dir = IndexManager.indexDir(spark, BloomIndexes.resolve(spark, TableRef.Catalog(t)), name)

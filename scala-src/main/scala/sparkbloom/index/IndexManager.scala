@@ -189,9 +189,14 @@ object IndexManager {
    * Commits the entries a write's tasks built (their segments already in `dataDirName`) on top of the newest
    * version: its files as they were, plus the written ones. Retried on top of a version another writer committed
    * meanwhile. Throws when it cannot commit; the written segments are then left for the next clean-up.
+   *
+   * The new version records the table version the one below it covers, unless `coveredAfter(that version, whether
+   * the new version covers a path)` names a newer one it covers entirely (a table format's write, whose changes
+   * since then are all in it).
    */
   def commitWritten(spark: SparkSession, dir: Path, dataDirName: String, entries: Seq[EntryMeta],
-                    segments: Seq[Segment], summaries: Seq[SummaryFilter]): Unit = {
+                    segments: Seq[Segment], summaries: Seq[SummaryFilter],
+                    coveredAfter: (String, String => Boolean) => Option[String] = (_, _) => None): Unit = {
     val conf = spark.sessionState.newHadoopConf()
     val fs = dir.getFileSystem(conf)
     IndexStore.mkdirs(fs, new Path(dir, dataDirName))
@@ -207,9 +212,13 @@ object IndexManager {
       val keep = previous.layout.paths.iterator.filterNot(written.contains).toSet
       val layout = LayoutAssembler.assemble(meta.columns.map(_.name), Some((previous.layout, keep)), entries, segments,
         links)
+      // The table version the new version covers: the one before, or a newer one `coveredAfter` vouches for
+      val snapshot = meta.tableSnapshot.map(s =>
+        try coveredAfter(s, p => layout.fileIndex.get(p) >= 0).getOrElse(s)
+        catch { case NonFatal(_) => s })
       try {
-        val committed =
-          commitLayout(spark, fs, dir, meta.copy(version = meta.version + 1), layout, dataDirName, keepOnFailure = true)
+        val committed = commitLayout(spark, fs, dir, meta.copy(version = meta.version + 1, tableSnapshot = snapshot),
+          layout, dataDirName, keepOnFailure = true)
         IndexStore.cacheCommitted(dir, committed, layout)
         // every few versions: a version is a write, and cleaning lists the index
         if (committed.version % 8 == 0)

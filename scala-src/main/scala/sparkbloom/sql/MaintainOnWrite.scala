@@ -320,9 +320,19 @@ object MaintainOnWrite extends Logging {
       val mine = parts.filter(_.indexDir == plan.indexDir)
       mine.forall(_.failed.isEmpty) && mine.flatMap(_.files).sorted == committed.get.sorted
     }
+    // The table version after the write is recorded as covered when its changes since the version the index covered
+    // are all in the new version (no other writer committed in between): DESCRIBE then shows it, and the next
+    // maintenance reads the log from there.
+    lazy val resolved = BloomIndexes.resolve(session, w.table, refresh = true)
+    val coveredAfter = (before: String, covered: String => Boolean) =>
+      resolved.changesSince(before).filter { c =>
+        val added = c.added.iterator.map(_.path).toSet
+        added.forall(covered) && c.removed.forall(p => added.contains(p) || !covered(p))
+      }.map(_.snapshot)
     val taken = complete && b.tasks.plans.forall(plan =>
-      try { commitTaskParts(session, plan, parts.filter(_.indexDir == plan.indexDir), identity); true }
-      catch {
+      try {
+        commitTaskParts(session, plan, parts.filter(_.indexDir == plan.indexDir), identity, coveredAfter); true
+      } catch {
         case NonFatal(e) =>
           logWarning(
             s"sparkbloom: bloom index ${new Path(plan.indexDir).getName} could not take the entries the " +
@@ -339,14 +349,15 @@ object MaintainOnWrite extends Logging {
    * Throws when it cannot.
    */
   private def commitTaskParts(session: SparkSession, plan: WriteIndexer.Plan, mine: Seq[WriteIndexer.Part],
-                              finalEntry: EntryMeta => EntryMeta): Unit = {
+                              finalEntry: EntryMeta => EntryMeta,
+                              coveredAfter: (String, String => Boolean) => Option[String] = (_, _) => None): Unit = {
     val (shippedEntries, shippedSegments, shippedSummaries) =
       if (mine.forall(_.shipped.isEmpty)) (Nil, Nil, Nil)
       else WriteIndexer.storeShipped(plan, session.sessionState.newHadoopConf(), mine.flatMap(_.shipped))
     val entries = (mine.flatMap(_.entries) ++ shippedEntries).map(finalEntry)
     if (entries.nonEmpty)
       IndexManager.commitWritten(session, new Path(plan.indexDir), plan.dataDirName, entries,
-        mine.flatMap(_.segments) ++ shippedSegments, mine.flatMap(_.summaries) ++ shippedSummaries)
+        mine.flatMap(_.segments) ++ shippedSegments, mine.flatMap(_.summaries) ++ shippedSummaries, coveredAfter)
   }
 
   /**

@@ -100,6 +100,24 @@ object WriteIndexer {
     }
   }
 
+  /**
+   * The hashes of the indexed columns of every row a writer writes, and the rows counted. An error while hashing
+   * marks them `failed` (the writer's file is then not indexed) and never reaches the write.
+   */
+  final class RowHashes(columns: Map[String, ColumnHashes]) {
+    private val hashes = columns.values.toArray
+    var rows = 0L
+    var failed = false
+
+    def add(row: InternalRow): Unit = if (!failed) {
+      try {
+        var i = 0
+        while (i < hashes.length) { hashes(i).add(row); i += 1 }
+        rows += 1
+      } catch { case NonFatal(_) => failed = true }
+    }
+  }
+
   private def utf8(s: UTF8String): Long = s.getBaseObject match {
     case a: Array[Byte] => PlainHash.bytes(a, (s.getBaseOffset - Platform.BYTE_ARRAY_OFFSET).toInt, s.numBytes)
     case _ => PlainHash.bytes(s.getBytes)

@@ -90,19 +90,11 @@ object IndexingV2Write {
                              columns: Map[String, WriteIndexer.ColumnHashes],
                              written: CollectionAccumulator[WriteIndexer.Part], conf: SerializableConf,
                              partition: Int) extends DataWriter[InternalRow] {
-    private val hashes = columns.values.toArray
-    private var rows = 0L
-    private var failed = false
+    private val hashes = new WriteIndexer.RowHashes(columns)
 
     override def write(row: InternalRow): Unit = {
       inner.write(row)
-      if (!failed) {
-        try {
-          var i = 0
-          while (i < hashes.length) { hashes(i).add(row); i += 1 }
-          rows += 1
-        } catch { case NonFatal(_) => failed = true }
-      }
+      hashes.add(row)
     }
 
     override def commit(): WriterCommitMessage = {
@@ -117,7 +109,7 @@ object IndexingV2Write {
       try {
         format.filesWritten(message, conf.value) match {
           case Some(Seq()) => Nil // no rows, no file
-          case Some(Seq((path, n))) if !failed && n == rows =>
+          case Some(Seq((path, n))) if !hashes.failed && n == hashes.rows =>
             plans.map { p =>
               val task = new WriteIndexer.TaskIndexer(p, conf.value, partition)
               task.addFile(path, c => columns.get(c.toLowerCase(Locale.ROOT)))

@@ -57,22 +57,16 @@ object IndexingParquetFileFormat {
   /** Spark's writer, plus the hashes of the indexed columns of every row it writes. */
   private final class Writer(inner: OutputWriter, task: TaskIndexing, columns: Map[String, WriteIndexer.ColumnHashes])
     extends OutputWriter {
-    private val hashes = columns.values.toArray
-    private var failed = false
+    private val hashes = new WriteIndexer.RowHashes(columns)
 
     override def write(row: InternalRow): Unit = {
       inner.write(row)
-      if (!failed) {
-        try {
-          var i = 0
-          while (i < hashes.length) { hashes(i).add(row); i += 1 }
-        } catch { case NonFatal(_) => failed = true }
-      }
+      hashes.add(row)
     }
 
     override def close(): Unit = {
       inner.close()
-      task.closed(inner.path(), if (failed) _ => None else n => columns.get(n.toLowerCase(Locale.ROOT)))
+      task.closed(inner.path(), if (hashes.failed) _ => None else n => columns.get(n.toLowerCase(Locale.ROOT)))
     }
 
     override def path(): String = inner.path()

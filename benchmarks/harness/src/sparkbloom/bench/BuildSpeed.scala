@@ -32,7 +32,9 @@ object BuildSpeed {
     val jfr = opts.getOrElse("jfr", "none")
     val root = opts.getOrElse("dir", "/tmp/sparkbloom-buildspeed")
     val only = opts.get("only").map(_.split(',').toSet).getOrElse(Set("scan", "build", "harvest"))
-    val cols = Seq("id", "u", "c")
+    // The columns indexed (`cols=id,u` for a harvest of native filters only: parquet-java writes none for `c`,
+    // whose chunks are all dictionary-encoded, so it is scanned).
+    val cols = opts.get("cols").map(_.split(',').toSeq).getOrElse(Seq("id", "u", "c"))
 
     val spark = SparkSession.builder()
       .master("local[2]")
@@ -44,6 +46,23 @@ object BuildSpeed {
       .config("spark.driver.host", "127.0.0.1")
       .getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
+    // `timeline=true`: prints each Spark job of the timed runs (start relative to the run's start, duration, tasks),
+    // to tell the statement's fixed costs (driver work between jobs) from the work in its jobs.
+    val timeline = opts.getOrElse("timeline", "false").toBoolean
+    @volatile var runStart = 0L
+    if (timeline) spark.sparkContext.addSparkListener(new org.apache.spark.scheduler.SparkListener {
+      private val starts = new java.util.concurrent.ConcurrentHashMap[Int, (Long, Int)]()
+      private val names = new java.util.concurrent.ConcurrentHashMap[Int, String]()
+      override def onJobStart(e: org.apache.spark.scheduler.SparkListenerJobStart): Unit = {
+        starts.put(e.jobId, (e.time, e.stageInfos.map(_.numTasks).sum))
+        names.put(e.jobId, e.stageInfos.map(_.name).mkString(";"))
+      }
+      override def onJobEnd(e: org.apache.spark.scheduler.SparkListenerJobEnd): Unit = {
+        val (t0, tasks) = starts.remove(e.jobId)
+        println(
+          f"  job ${e.jobId}: +${t0 - runStart}%5d ms, ${e.time - t0}%5d ms, $tasks tasks ${names.remove(e.jobId)}")
+      }
+    })
 
     val plain = s"$root/plain-${files}x$rows"
     val native = s"$root/native-${files}x$rows-ndv"
@@ -87,6 +106,7 @@ object BuildSpeed {
         r.start(); Some(r)
       } else None
       val ms = (1 to reps).map { _ =>
+        runStart = System.currentTimeMillis()
         val t0 = System.nanoTime(); f(); val t = (System.nanoTime() - t0) / 1e6; after(); t
       }
       recording.foreach { r =>

@@ -29,26 +29,42 @@ private[index] object FileIndexer {
   /** Marks a task failure that is a user error (encrypted data): the driver rethrows it as one. */
   val EncryptedPrefix = "sparkbloom-encrypted: "
 
+  /** Bytes of a file's filters a harvest reads in one read (more are read filter by filter). */
+  val HarvestPrefetchMax: Int = 4 << 20
+
   def indexFile(f: DataFile, cols: Array[IndexedColumn], harvest: Boolean, sizer: FilterSizer,
                 conf: Configuration, acc: Map[String, LongAccumulator], skipped: CollectionAccumulator[String],
                 fastPaths: Boolean, counted: Array[String], counts: Array[Long],
                 deferScans: Boolean): Option[Seq[FileIndexer.Built]] = {
     val path = new Path(f.path)
-    val input = HadoopInputFile.fromPath(path, conf)
     // The sizing job just read this footer in this JVM (same path, size and mtime as listed): reuse it.
-    val handed = Footers.take(f.path, f.size, f.mtime).filter(_ => input.getLength == f.size)
-    val reader = try handed.map(md => Footers.open(conf, path, md)).getOrElse(Footers.open(input))
-    catch {
-      case e: Exception if isCrypto(e) =>
-        throw new SparkException(s"${EncryptedPrefix}cannot index ${f.path}: its footer is encrypted and sparkbloom " +
-          "does not copy membership of encrypted data into an unencrypted index")
-      case NonFatal(e) => skipped.add(s"${f.path}: not a readable Parquet file (${e.getMessage})"); return Some(Nil)
-    }
+    val handed = Footers.take(f.path, f.size, f.mtime)
+    // Otherwise, for a harvest, the footer and the bytes before it (where parquet-java writes the filters) in one
+    // read; a file that does not allow it (encrypted, changed since listed, ...) is opened through parquet-java
+    // below, as is every file of a build that scans (its reader reads the footer with the pages).
+    val tail = if (handed.isEmpty && harvest) Footers.readTail(conf, path, f.size) else None
+    // The file's reader, opened only to read pages (or the footer, when the tail read did not apply).
+    var reader: ParquetFileReader = null
     // One stream per file for every native filter harvested from it.
-    var harvestIn: SeekableInputStream = null
-    val harvestStream = () => { if (harvestIn == null) harvestIn = input.newStream(); harvestIn }
+    var harvestIn: SeekableInputStream = tail.map(_._2).orNull
+    val (metadata, fileLength, input) = tail match {
+      case Some((md, _)) => (md, f.size, None)
+      case None =>
+        val input = HadoopInputFile.fromPath(path, conf)
+        reader = try handed.filter(_ => input.getLength == f.size).map(md => Footers.open(conf, path, md))
+            .getOrElse(Footers.open(input))
+        catch {
+          case e: Exception if isCrypto(e) =>
+            throw new SparkException(s"${EncryptedPrefix}cannot index ${f.path}: its footer is encrypted and " +
+              "sparkbloom does not copy membership of encrypted data into an unencrypted index")
+          case NonFatal(e) =>
+            skipped.add(s"${f.path}: not a readable Parquet file (${e.getMessage})"); return Some(Nil)
+        }
+        (reader.getFooter, input.getLength, Some(input))
+    }
+    val harvestStream = () => { if (harvestIn == null) harvestIn = input.get.newStream(); harvestIn }
     try {
-      val footer = Footers.fromMetadata(reader.getFooter, input.getLength).resolving(cols.toSeq.map(_.fileColumn))
+      val footer = Footers.fromMetadata(metadata, fileLength).resolving(cols.toSeq.map(_.fileColumn))
       SizingJobs.addValueCounts(footer, counted, counts)
       for (c <- cols; rg <- footer.rowGroups.indices; ch <- footer.chunk(rg, c.name) if ch.encrypted)
         throw new SparkException(s"${EncryptedPrefix}cannot index column ${c.name}: it is encrypted in ${f.path}; " +
@@ -57,6 +73,12 @@ private[index] object FileIndexer {
       val entriesPerFile = footer.rowGroups.size * cols.length
       // Decide per chunk: harvest, scan, or "no filter". Scans need the pages, read row group by row group.
       val toScan = mutable.Map[(Int, String), ColumnPlan]()
+      // The filters to harvest lie together before the footer (parquet-java): read them in one read.
+      if (tail.isDefined) {
+        val offsets = for (rg <- footer.rowGroups.indices; c <- cols; ch <- footer.chunk(rg, c.name);
+          o <- ch.bloomOffset) yield o
+        if (offsets.nonEmpty) tail.get._2.prefetchFrom(offsets.min, HarvestPrefetchMax)
+      }
       val plans = for (rg <- footer.rowGroups.indices; c <- cols) yield {
         val p = plan(f, footer, rg, c, harvest, harvestStream, acc)
         if (p.scan) toScan((rg, c.name)) = p
@@ -64,11 +86,14 @@ private[index] object FileIndexer {
       }
       if (toScan.nonEmpty && deferScans) {
         // Scans wait for the table's value counts; the next job takes this footer from here.
-        if (input.getLength == f.size) Footers.remember(f.path, f.size, f.mtime, footer.metadata)
+        if (fileLength == f.size) Footers.remember(f.path, f.size, f.mtime, footer.metadata)
         return None
       }
       acc("harvested").add(plans.count(_._3.source == "harvest"))
-      if (toScan.nonEmpty) scanChunks(reader, footer, toScan, cols, sizer, acc, fastPaths)
+      if (toScan.nonEmpty) {
+        if (reader == null) reader = Footers.open(conf, path, metadata)
+        scanChunks(reader, footer, toScan, cols, sizer, acc, fastPaths)
+      }
       for ((rg, c, p) <- plans) {
         val r = footer.rowGroups(rg)
         val bytes = if (p.filter == null) null else p.filter.toBytes
@@ -85,7 +110,7 @@ private[index] object FileIndexer {
       acc("rowGroups").add(footer.rowGroups.size)
       Some(out.toSeq)
     } finally {
-      try reader.close()
+      try if (reader != null) reader.close()
       finally if (harvestIn != null) harvestIn.close()
     }
   }

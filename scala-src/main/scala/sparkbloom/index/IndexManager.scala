@@ -32,8 +32,10 @@ object IndexManager {
       case None =>
     }
     val next = IndexStore.versions(fs, dir).headOption.getOrElse(0L) + 1
-    buildVersion(spark, t, dir, name, cols, opts, next, t.listing(), None)
-    describe(spark, t, name)
+    val listing = t.listing()
+    buildVersion(spark, t, dir, name, cols, opts, next, listing, None)
+    // The table as just listed for the build: listing it again would only repeat that work.
+    describe(spark, t, name, listed = Some(listing))
   }
 
   def drop(spark: SparkSession, t: ResolvedTable, name: String, ifExists: Boolean): Boolean = {
@@ -362,7 +364,8 @@ object IndexManager {
   }
 
   /** `verify`: also read every run and check its CRC (indexes that fit `spark.sparkbloom.cache.maxBytes`). */
-  def describe(spark: SparkSession, t: ResolvedTable, name: String, verify: Boolean = false): IndexDescription = {
+  def describe(spark: SparkSession, t: ResolvedTable, name: String, verify: Boolean = false,
+               listed: Option[TableListing] = None): IndexDescription = {
     val dir = indexDir(spark, t, name)
     val conf = spark.sessionState.newHadoopConf()
     val fs = dir.getFileSystem(conf)
@@ -370,7 +373,7 @@ object IndexManager {
     val meta = metaOpt.getOrElse(throw new BloomIndexException(s"Bloom index $name does not exist on ${t.display}"))
     val loaded = IndexStore.load(fs, conf, dir, meta)
     val l = loaded.layout
-    val listing = t.listing()
+    val listing = listed.getOrElse(t.listing())
     val files = listing.files
     val current = files.map(_.path).toSet
     val covered = files.count(f => loaded.covers(f.path, f.size, f.mtime).isDefined)

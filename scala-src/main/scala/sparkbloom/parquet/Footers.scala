@@ -87,6 +87,51 @@ object Footers {
   def open(conf: Configuration, path: Path, footer: ParquetMetadata): ParquetFileReader =
     ParquetCompat.openWithFooter(conf, path, footer)
 
+  /**
+   * Bytes [[readTail]] reads from a file's end: the footer of a few columns and row groups, and some of what
+   * parquet-java writes before it (filters); [[TailStream.prefetchFrom]] fetches the rest of the filters at once.
+   */
+  val TailBytes: Int = 16 * 1024
+
+  private val Magic = "PAR1".getBytes(java.nio.charset.StandardCharsets.US_ASCII)
+
+  /**
+   * The footer of the file at `path`, whose length was listed as `length`, read with the bytes before it in one
+   * positioned read of the file's last [[TailBytes]], and a stream over the file that serves reads inside those
+   * bytes from memory. The file is opened once and no file status is asked for. parquet-java writes the bloom
+   * filters right before the footer, so a harvest of a small file reads nothing more.
+   *
+   * None whenever this shortcut does not apply or anything fails: no "PAR1" at the listed end (an encrypted
+   * footer, a file changed since it was listed), a footer that does not parse, an encrypted column. The caller
+   * then opens the file through parquet-java as before, which reports the problem as it always did.
+   */
+  def readTail(conf: Configuration, path: Path, length: Long): Option[(ParquetMetadata, TailStream)] = {
+    if (length < 12) return None
+    val in = try path.getFileSystem(conf).open(path)
+    catch { case _: Exception => return None }
+    try {
+      val n = math.min(length, TailBytes.toLong).toInt
+      val start = length - n
+      val tail = new Array[Byte](n)
+      in.readFully(start, tail)
+      if (!java.util.Arrays.equals(tail, n - 4, n, Magic, 0, 4)) { in.close(); return None }
+      val footerLength = java.nio.ByteBuffer.wrap(tail, n - 8, 4).order(java.nio.ByteOrder.LITTLE_ENDIAN).getInt
+      val footerStart = length - 8 - footerLength
+      if (footerLength <= 0 || footerStart < 4) { in.close(); return None }
+      val footerBytes =
+        if (footerStart >= start) java.util.Arrays.copyOfRange(tail, (footerStart - start).toInt, n - 8)
+        else { val b = new Array[Byte](footerLength); in.readFully(footerStart, b); b }
+      val thrift = org.apache.parquet.format.Util.readFileMetaData(new java.io.ByteArrayInputStream(footerBytes))
+      val encrypted = thrift.isSetEncryption_algorithm || thrift.getRow_groups.asScala.exists(
+        _.getColumns.asScala.exists(c => c.isSetCrypto_metadata || c.isSetEncrypted_column_metadata))
+      if (encrypted) { in.close(); return None }
+      val md = new org.apache.parquet.format.converter.ParquetMetadataConverter().fromParquetMetadata(thrift)
+      Some((md, new TailStream(in, start, tail)))
+    } catch {
+      case _: Exception => in.close(); None
+    }
+  }
+
   def read(conf: Configuration, path: Path): FooterInfo = {
     val input = HadoopInputFile.fromPath(path, conf)
     val reader = open(input)

@@ -281,7 +281,7 @@ object IcebergFormat extends TableFormat {
     case b: BatchScanExec if KeySetIcebergScan.supports(b.scan) =>
       for (st <- keySetTable(b.table); cols <- keySetIndexes(session, st, attr)) yield {
         val keySet = new KeySetPruner(session, cols, attr.exprId, attr.dataType, nullFor, new RowGroupSelection(false),
-          st.name(), int96Probes = false, s"${attr.name} IN (run-time keys)", Some(keys))
+          st.name(), int96Probes = false, keys.label(attr.name), Some(keys))
         val conf = new SerializableConf(session.sessionState.newHadoopConf())
         b.copy(scan = new KeySetIcebergScan(b.scan, keySet, conf))
       }

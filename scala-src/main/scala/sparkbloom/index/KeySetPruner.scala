@@ -13,6 +13,8 @@ import sparkbloom.predicate.BloomPredicate
 trait KeySource {
   /** Catalyst (internal) values of the pruning key's type; may run or wait for a Spark job. */
   def keys(): Array[Any]
+  /** How EXPLAIN and the metrics name the pruning of `column` by these keys. */
+  def label(column: String): String = s"$column IN (run-time keys)"
 }
 
 /**

@@ -4,11 +4,12 @@ import scala.util.control.NonFatal
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{
-  Attribute, Coalesce, DynamicPruningExpression, ExprId, Expression, Literal
+  And, Attribute, Coalesce, DynamicPruningExpression, EqualNullSafe, EqualTo, ExprId, Expression, In, InSet, Literal
 }
 import org.apache.spark.sql.execution.{FileSourceScanExec, FilterExec, InSubqueryExec, ProjectExec, SparkPlan}
 import org.apache.spark.sql.execution.datasources.v2.BatchScanExec
 
+import sparkbloom.BloomConf
 import sparkbloom.index.{KeySource, RuntimeKeyed, TableFormat}
 
 /**
@@ -28,12 +29,74 @@ object RuntimeKeys {
     }
   }
 
-  /** `plan` with every key-set listing under a run-time filter bound to that filter's keys. */
+  /**
+   * The keys of literal equalities (`c = v`, `c <=> v`, `c IN (v, ...)`) filtering a row-level operation's read
+   * of its target: known at planning, read at run time like any other keys.
+   */
+  final case class OfLiterals(values: Seq[Any]) extends KeySource {
+    override def keys(): Array[Any] = values.toArray
+    override def label(column: String): String =
+      s"$column IN (${values.size} literal key${if (values.size == 1) "" else "s"})"
+  }
+
+  /**
+   * `plan` with every key-set listing under a run-time filter bound to that filter's keys, and the read of a
+   * merge-on-read MERGE, UPDATE or DELETE under literal equalities bound to those literals.
+   */
   def bind(plan: SparkPlan, session: SparkSession, formats: Seq[TableFormat]): SparkPlan = plan.transformUp {
     case f: FilterExec if hasRuntimeFilter(f.condition) =>
-      val subs = runtimeFilters(f.condition)
+      val subs = runtimeFilters(f.condition).map { case (id, s) =>
+        val (attr, nullFor) = keyColumn(s.child).get
+        id -> (attr, nullFor, OfSubquery(s): KeySource)
+      }
       val child = bindUnder(f.child, subs, session, formats)
       if (child eq f.child) f else f.copy(child = child)
+    case f: FilterExec if BloomConf.enabled(session) && readsOperationTable(f.child) =>
+      val subs = literalKeys(f.condition).map { case (id, (attr, values)) =>
+        id -> (attr, None, OfLiterals(values): KeySource)
+      }
+      val child = if (subs.isEmpty) f.child else bindUnder(f.child, subs, session, formats)
+      if (child eq f.child) f else f.copy(child = child)
+  }
+
+  /**
+   * Whether `p` reads a table through Spark's row-level operation table (the target of a MERGE, UPDATE or
+   * DELETE). Plain reads with literal equalities are pruned when they are planned (the literal rule); these
+   * are not, so their filter's literals are bound here. Rows the filter drops are dropped whatever is read, so
+   * skipping the files that hold none of the literals changes nothing above it.
+   */
+  private def readsOperationTable(p: SparkPlan): Boolean = p match {
+    case b: BatchScanExec => b.table.getClass.getName == OperationTable
+    case pr: ProjectExec => readsOperationTable(pr.child)
+    case f: FilterExec => readsOperationTable(f.child)
+    case _ => false
+  }
+  private val OperationTable = "org.apache.spark.sql.connector.write.RowLevelOperationTable"
+
+  /**
+   * The literal keys a condition's conjuncts give its columns: `c = v` and `c <=> v` (v not NULL), `c IN (v, ...)`
+   * and its `InSet` form, with literals of the column's own type only (Spark's coercion already made them so; any
+   * cast left means the types differ, and the conjunct is ignored). NULLs in an `IN` list match no row.
+   */
+  private[scan] def literalKeys(cond: Expression): Map[ExprId, (Attribute, Seq[Any])] = {
+    def conjuncts(e: Expression): Seq[Expression] = e match {
+      case And(l, r) => conjuncts(l) ++ conjuncts(r)
+      case other => Seq(other)
+    }
+    conjuncts(cond).flatMap {
+      case EqualTo(a: Attribute, Literal(v, t)) if v != null && t == a.dataType => Some(a -> Seq(v))
+      case EqualTo(Literal(v, t), a: Attribute) if v != null && t == a.dataType => Some(a -> Seq(v))
+      case EqualNullSafe(a: Attribute, Literal(v, t)) if v != null && t == a.dataType => Some(a -> Seq(v))
+      case EqualNullSafe(Literal(v, t), a: Attribute) if v != null && t == a.dataType => Some(a -> Seq(v))
+      case In(a: Attribute, list) if list.nonEmpty && list.forall {
+            case Literal(_, t) => t == a.dataType
+            case _ => false
+          } =>
+        val vs = list.collect { case Literal(v, _) if v != null => v }
+        if (vs.isEmpty) None else Some(a -> vs)
+      case InSet(a: Attribute, set) if set.nonEmpty && !set.contains(null) => Some(a -> set.toSeq)
+      case _ => None
+    }.groupBy(_._1.exprId).map { case (id, found) => id -> found.head }
   }
 
   private def hasRuntimeFilter(e: Expression): Boolean = e.exists {
@@ -57,31 +120,35 @@ object RuntimeKeys {
     case _ => None
   }
 
-  private def bindUnder(p: SparkPlan, subs: Map[ExprId, InSubqueryExec], session: SparkSession,
-                        formats: Seq[TableFormat]): SparkPlan = p match {
-    case b: BatchScanExec =>
-      b.output.iterator.filter(a => subs.contains(a.exprId)).flatMap { a =>
-        val (attr, nullFor) = keyColumn(subs(a.exprId).child).get
-        try TableFormat.first(formats)(_.keySetPhysical(session, b, attr, nullFor, OfSubquery(subs(a.exprId))))
-        catch {
-          case NonFatal(e) =>
-            org.slf4j.LoggerFactory.getLogger(getClass).warn(s"sparkbloom: run-time pruning of a V2 scan left out: $e")
-            None
+  /** Keys by the column they prune: the column, the value standing for NULL (`<=>`), where the keys come from. */
+  private type Keyed = Map[ExprId, (Attribute, Option[Any], KeySource)]
+
+  private def bindUnder(p: SparkPlan, subs: Keyed, session: SparkSession, formats: Seq[TableFormat]): SparkPlan =
+    p match {
+      case b: BatchScanExec =>
+        b.output.iterator.filter(a => subs.contains(a.exprId)).flatMap { a =>
+          val (attr, nullFor, keys) = subs(a.exprId)
+          try TableFormat.first(formats)(_.keySetPhysical(session, b, attr, nullFor, keys))
+          catch {
+            case NonFatal(e) =>
+              org.slf4j.LoggerFactory.getLogger(getClass).warn(
+                s"sparkbloom: run-time pruning of a V2 scan left out: $e")
+              None
+          }
+        }.toSeq.headOption
+          // Under the metrics node right away: Spark's V2 scan compares equal to the one it replaces (its scan's
+          // equality is the original scan's), and a plan transform would keep the old one.
+          .map(BloomScanMetricsExec(_)).getOrElse(b)
+      case s: FileSourceScanExec => s.relation.location match {
+          case k: RuntimeKeyed if !k.keySet.bound && subs.contains(k.keySet.keyAttr) =>
+            val bound = k.bind(subs(k.keySet.keyAttr)._3)
+            s.copy(relation = s.relation.copy(location = bound)(s.relation.sparkSession))
+          case _ => s
         }
-      }.toSeq.headOption
-        // Under the metrics node right away: Spark's V2 scan compares equal to the one it replaces (its scan's
-        // equality is the original scan's), and a plan transform would keep the old one.
-        .map(BloomScanMetricsExec(_)).getOrElse(b)
-    case s: FileSourceScanExec => s.relation.location match {
-        case k: RuntimeKeyed if !k.keySet.bound && subs.contains(k.keySet.keyAttr) =>
-          val bound = k.bind(OfSubquery(subs(k.keySet.keyAttr)))
-          s.copy(relation = s.relation.copy(location = bound)(s.relation.sparkSession))
-        case _ => s
-      }
-    case pr: ProjectExec =>
-      val c = bindUnder(pr.child, subs, session, formats); if (c eq pr.child) pr else pr.copy(child = c)
-    case f: FilterExec =>
-      val c = bindUnder(f.child, subs, session, formats); if (c eq f.child) f else f.copy(child = c)
-    case other => other
-  }
+      case pr: ProjectExec =>
+        val c = bindUnder(pr.child, subs, session, formats); if (c eq pr.child) pr else pr.copy(child = c)
+      case f: FilterExec =>
+        val c = bindUnder(f.child, subs, session, formats); if (c eq f.child) f else f.copy(child = c)
+      case other => other
+    }
 }

@@ -93,7 +93,7 @@ object ParquetV2Format extends TableFormat {
           .getOrElse(new RowGroupSelection(BloomConf.rowGroupPruning(session)))
         val opts = NativeFilters.options(session, s.options.asCaseSensitiveMap().asScala.toMap)
         val keySet = new KeySetPruner(session, cols, attr.exprId, attr.dataType, nullFor, selection,
-          s.fileIndex.rootPaths.head.toString, opts.int96Probes, s"${attr.name} IN (run-time keys)", Some(keys))
+          s.fileIndex.rootPaths.head.toString, opts.int96Probes, keys.label(attr.name), Some(keys))
         val spec = literal.map(_.spec)
           .getOrElse(NativeSpec(session, Literal.TrueLiteral, _ => None, Set.empty, opts, enabled = false))
         val listing = new KeySetFileIndex(literal.flatMap(_.index).getOrElse(s.fileIndex), keySet)

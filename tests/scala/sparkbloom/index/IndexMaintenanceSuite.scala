@@ -227,6 +227,26 @@ class IndexMaintenanceSuite extends SparkSessionSuite {
     }
   }
 
+  test("a lookup's background catch-up runs with the settings of the session that looked up") {
+    val dir = tempDir("catchup-session") + "/t"
+    // Session b keeps its indexes under a root of its own; the session that registered the background listener
+    // (this suite's) would not find them there.
+    val b = spark.newSession()
+    b.conf.set(BloomConf.IndexRoot, tempDir("index-root"))
+    b.conf.set(BloomConf.RefreshOnRead, "true")
+    rows(0, 400, 4).write.parquet(dir)
+    b.sql(s"CREATE BLOOM INDEX ix ON ${table(dir)} (id, s)")
+    // written by a session whose index root holds no index of the table: b's index is not told
+    rows(1000, 1200, 2).write.mode("append").parquet(dir)
+    def uncovered() = BloomIndexes.describe(b, sparkbloom.index.TableRef.Path(dir), "ix").filesNotCovered
+    assert(uncovered() == 2)
+    val lookup = b.read.parquet(dir).where(col("s") === "k1100").collect().toSeq
+    assert(BackgroundMaintenance.await(b, 60000), "the queued refresh ran")
+    assert(uncovered() == 0, "b's index caught up, found under b's index root")
+    b.conf.set(BloomConf.Enabled, "false")
+    assert(lookup == b.read.parquet(dir).where(col("s") === "k1100").collect().toSeq && lookup.size == 1)
+  }
+
   test("Spark's streaming file sink: each micro-batch's files are indexed after it commits") {
     implicit val ctx: org.apache.spark.sql.SQLContext = spark.sqlContext
     import spark.implicits._

@@ -247,26 +247,39 @@ object MaintainOnWrite extends Logging {
         // partitions the catalog tracks may have locations of their own
         cmd.catalogTable.exists(t => t.partitionColumnNames.nonEmpty && t.tracksPartitionsInCatalog) ||
         !cmd.fileFormat.getClass.equals(classOf[ParquetFileFormat])) return None
-      val dir = IndexStore.indexesDir(cmd.outputPath, BloomConf.indexRoot(session))
-      val plans = indexNames(session, cmd.outputPath).map(n => IndexManager.writePlan(session, new Path(dir, n)))
-      if (plans.isEmpty || plans.exists(_.isEmpty)) return None
+      val plans = taskPlans(session, cmd.outputPath, indexNames(session, cmd.outputPath)).getOrElse(return None)
       val partitions = cmd.partitionColumns.map(_.name.toLowerCase(java.util.Locale.ROOT)).toSet
       val types = cmd.query.output.map(a => a.name.toLowerCase(java.util.Locale.ROOT) -> a.dataType).toMap
-      val covered = plans.flatten.forall(_.columns.forall { c =>
+      val covered = plans.forall(_.columns.forall { c =>
         val n = c.name.toLowerCase(java.util.Locale.ROOT)
         c.fileName.isEmpty && c.fieldId.isEmpty && !partitions.contains(n) &&
         types.get(n).exists(t => WriteIndexer.physicalType(t).isDefined)
       })
       if (!covered) return None
-      val written = new CollectionAccumulator[WriteIndexer.Part]()
-      session.sparkContext.register(written, "sparkbloom.written")
-      val b = IndexedByTasks(plans.flatten, written)
-      Some((cmd.copy(fileFormat = new IndexingParquetFileFormat(b.plans, written)), b))
+      val b = reportedBy(session, plans)
+      Some((cmd.copy(fileFormat = new IndexingParquetFileFormat(b.plans, b.written)), b))
     } catch {
       case NonFatal(e) =>
         logWarning(s"sparkbloom: ${cmd.outputPath} is indexed after its write, not by its tasks", e)
         None
     }
+
+  /**
+   * The write plans of the indexes `names` of the table at `root`, when there is one and every one of them can be
+   * written by a write's tasks (readable in the current format); None otherwise.
+   */
+  private def taskPlans(session: SparkSession, root: Path, names: Seq[String]): Option[Seq[WriteIndexer.Plan]] = {
+    val dir = IndexStore.indexesDir(root, BloomConf.indexRoot(session))
+    val plans = names.map(n => IndexManager.writePlan(session, new Path(dir, n)))
+    if (plans.isEmpty || plans.exists(_.isEmpty)) None else Some(plans.flatten)
+  }
+
+  /** `plans` with the accumulator the write's tasks report their files' entries to. */
+  private def reportedBy(session: SparkSession, plans: Seq[WriteIndexer.Plan]): IndexedByTasks = {
+    val written = new CollectionAccumulator[WriteIndexer.Part]()
+    session.sparkContext.register(written, "sparkbloom.written")
+    IndexedByTasks(plans, written)
+  }
 
   /** A V2 append whose tasks index what they write: the wrapped write, and what its tasks report. */
   final case class V2IndexedByTasks(write: IndexingV2Write, tasks: IndexedByTasks)
@@ -280,28 +293,27 @@ object MaintainOnWrite extends Logging {
    */
   def indexedByV2Tasks(session: SparkSession, a: AppendDataExec): Option[SparkPlan] =
     try {
+      if (!BloomConf.maintainOnWrite(session) || !BloomConf.maintainInTask(session)) return None
       val logical = a.logicalLink.get
-      val format = TableFormats.all.find(f => f.appendsIndexedInTask && f.writtenBy(session, logical).nonEmpty)
-      if (!BloomConf.maintainInTask(session) || format.isEmpty) return None
-      val written = tablesWritten(session, logical)
-      if (written.size != 1) return None
-      val dir = IndexStore.indexesDir(written.head.root, BloomConf.indexRoot(session))
-      val plans = indexNames(session, written.head.root).map(n => IndexManager.writePlan(session, new Path(dir, n)))
-      if (plans.isEmpty || plans.exists(_.isEmpty)) return None
+      // One table, of a format whose appends are indexed in their tasks: its indexes are listed once, here.
+      val (format, written) = TableFormats.all.filter(_.appendsIndexedInTask)
+        .flatMap(f => f.writtenBy(session, logical).distinct.map(f -> _)) match {
+        case Seq(one) => one
+        case _ => return None
+      }
+      val plans = taskPlans(session, written.root, indexNames(session, written.root)).getOrElse(return None)
       val output = a.query.output
-      val columns = plans.flatten.flatMap(_.columns).map(_.name.toLowerCase(java.util.Locale.ROOT)).distinct.map { n =>
+      val columns = plans.flatMap(_.columns).map(_.name.toLowerCase(java.util.Locale.ROOT)).distinct.map { n =>
         val i = output.indexWhere(_.name.toLowerCase(java.util.Locale.ROOT) == n)
         if (i < 0 || WriteIndexer.physicalType(output(i).dataType).isEmpty) return None
         n -> (i, output(i).dataType)
       }.toMap
-      val acc = new CollectionAccumulator[WriteIndexer.Part]()
-      session.sparkContext.register(acc, "sparkbloom.written")
-      val tasks = IndexedByTasks(plans.flatten, acc)
-      val write = new IndexingV2Write(a.write, format.get, tasks.plans, columns, acc,
+      val tasks = reportedBy(session, plans)
+      val write = new IndexingV2Write(a.write, format, tasks.plans, columns, tasks.written,
         new SerializableConf(session.sessionState.newHadoopConf()))
       val wrapped = a.copy(write = write)
       wrapped.setLogicalLink(logical) // EXPLAIN and the SQL tab show it as the write it is
-      Some(IndexMaintainingTableWrite(wrapped, written, Some(V2IndexedByTasks(write, tasks))))
+      Some(IndexMaintainingTableWrite(wrapped, Seq(written), Some(V2IndexedByTasks(write, tasks))))
     } catch {
       case NonFatal(e) => logWarning("sparkbloom: a V2 append is indexed after its commit, not by its tasks", e); None
     }
@@ -508,14 +520,17 @@ object BackgroundMaintenance extends Logging {
       val onThread = SparkSession.getActiveSession
       onThread.orElse(SparkSession.getDefaultSession).filter(s => !s.sparkContext.isStopped).foreach { session =>
         if (BloomConf.maintainOnWrite(session)) {
-          def written() = {
-            val resolved = BloomIndexes.resolve(session, c.table, refresh = true)
-            TableFormat.Written(resolved.root, c.table)
+          // A table with no maintained index is only looked up (no cache of it refreshed, nothing listed).
+          def written(): Option[TableFormat.Written] = {
+            val root = BloomIndexes.resolve(session, c.table).root
+            if (MaintainOnWrite.indexNames(session, root).isEmpty) None
+            else Some(TableFormat.Written(BloomIndexes.resolve(session, c.table, refresh = true).root, c.table))
           }
-          if (onThread.isDefined && !c.streaming) {
+          if (onThread.isDefined && !c.streaming) written().foreach { w =>
             logInfo(s"sparkbloom: refreshing the bloom indexes of ${c.table.display} (${c.what})")
-            MaintainOnWrite.afterTableWrite(session, Seq(written()))
-          } else listenerOf(session).foreach(_.queue(c.table.display, written(), c.what, afterLookup = false))
+            MaintainOnWrite.afterTableWrite(session, Seq(w))
+          }
+          else listenerOf(session).foreach(_.queue(c.table.display, written(), c.what, afterLookup = false, session))
         }
       }
     } catch {
@@ -538,7 +553,8 @@ object BackgroundMaintenance extends Logging {
       !v.meta.maintainOnWrite.contains(false)) {
       listenerOf(session).foreach(_.queue(
           TableFormat.Written(new Path(v.meta.tableRoot), TableRef.ofDisplay(v.meta.table)),
-          s"a lookup read ${s.filesNotCovered} files bloom index ${v.meta.name} does not cover", afterLookup = true))
+          s"a lookup read ${s.filesNotCovered} files bloom index ${v.meta.name} does not cover", afterLookup = true,
+          session))
     }
 
   final class Listener(session: SparkSession) extends SparkListener {
@@ -567,20 +583,26 @@ object BackgroundMaintenance extends Logging {
      * Queues the refresh of `w`'s maintained indexes, unless one is waiting or, for a catch-up `afterLookup`, one
      * failed within [[RetryAfterMs]] (every streaming batch is followed by a refresh, as before).
      */
-    def queue(w: TableFormat.Written, why: String, afterLookup: Boolean): Unit =
-      queue(w.root.toString, w, why, afterLookup)
+    def queue(w: TableFormat.Written, why: String, afterLookup: Boolean, in: SparkSession = session): Unit =
+      queue(w.root.toString, Some(w), why, afterLookup, in)
 
-    /** The same, `written` resolved on the background thread. */
-    def queue(key: String, written: => TableFormat.Written, why: String, afterLookup: Boolean): Unit = {
+    /**
+     * The same, `written` resolved on the background thread (None: nothing to refresh). The refresh runs with the
+     * settings of `in`, the session that wrote or looked up (a streaming sink's batch names none: the session that
+     * registered this listener).
+     */
+    def queue(key: String, written: => Option[TableFormat.Written], why: String, afterLookup: Boolean,
+              in: SparkSession): Unit = {
       val failed = afterLookup && Option(failedAt.get(key)).exists(t => System.currentTimeMillis() - t < RetryAfterMs)
       if (!failed && pending.add(key)) executor.execute { () =>
         pending.remove(key)
         try {
-          SparkSession.setActiveSession(session)
-          val w = written
-          logInfo(s"sparkbloom: refreshing the bloom indexes of ${w.table.display} ($why)")
-          if (!MaintainOnWrite.afterTableWrite(session, Seq(w), fromLog = !afterLookup))
-            failedAt.put(key, System.currentTimeMillis())
+          SparkSession.setActiveSession(in)
+          written.foreach { w =>
+            logInfo(s"sparkbloom: refreshing the bloom indexes of ${w.table.display} ($why)")
+            if (!MaintainOnWrite.afterTableWrite(in, Seq(w), fromLog = !afterLookup))
+              failedAt.put(key, System.currentTimeMillis())
+          }
         } catch {
           case NonFatal(t) =>
             failedAt.put(key, System.currentTimeMillis())

@@ -1,0 +1,96 @@
+package sparkbloom.bench
+
+import java.nio.file.{Files, Paths}
+
+import org.apache.spark.sql.SparkSession
+
+/**
+ * Where a maintained Parquet append spends its time: the same appends as `benchmarks/write_maintenance.py`
+ * (`id`, `uuid() AS key`, `id * 7 AS v`, a 40-character pad; `rows` rows in `files` files), alternated between a
+ * plain table and one with a bloom index on `id` and `key`, in one JVM, with Spark's jobs of each timed append
+ * printed (`timeline=true`) and a JFR profile of the indexed appends (`jfr=true`, into `<dir>/write.jfr`).
+ *
+ *   dev/sbt "harness/runMain sparkbloom.bench.WriteSpeed [rows=1000000] [files=8] [reps=9] [timeline=true] [jfr=true]"
+ */
+object WriteSpeed {
+  def main(args: Array[String]): Unit = {
+    val opts = args.map { a =>
+      val i = a.indexOf('='); a.substring(0, i) -> a.substring(i + 1)
+    }.toMap
+    val rows = opts.getOrElse("rows", "1000000").toLong
+    val files = opts.getOrElse("files", "8").toInt
+    val reps = opts.getOrElse("reps", "9").toInt
+    val timeline = opts.getOrElse("timeline", "false").toBoolean
+    val jfr = opts.getOrElse("jfr", "false").toBoolean
+    val root = Files.createTempDirectory(opts.getOrElse("dir", "/tmp").stripSuffix("/") match {
+        case d => Paths.get(d)
+      }, "sparkbloom-writespeed").toString
+
+    val spark = SparkSession.builder()
+      .master("local[2]")
+      .appName("WriteSpeed")
+      .config("spark.ui.enabled", "false")
+      .config("spark.sql.shuffle.partitions", "4")
+      .config("spark.sql.extensions", "sparkbloom.SparkBloomExtensions")
+      .config("spark.sql.warehouse.dir", s"$root/wh")
+      .config("spark.driver.host", "127.0.0.1")
+      .getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    @volatile var runStart = 0L
+    @volatile var printing = false
+    if (timeline) spark.sparkContext.addSparkListener(new org.apache.spark.scheduler.SparkListener {
+      private val starts = new java.util.concurrent.ConcurrentHashMap[Int, (Long, Int, String)]()
+      override def onJobStart(e: org.apache.spark.scheduler.SparkListenerJobStart): Unit =
+        starts.put(e.jobId, (e.time, e.stageInfos.map(_.numTasks).sum, e.stageInfos.map(_.name).mkString(";")))
+      override def onJobEnd(e: org.apache.spark.scheduler.SparkListenerJobEnd): Unit = {
+        val (t0, tasks, name) = starts.remove(e.jobId)
+        if (printing) println(f"  job ${e.jobId}: +${t0 - runStart}%5d ms, ${e.time - t0}%5d ms, $tasks tasks $name")
+      }
+    })
+
+    val plain = s"$root/plain"
+    val indexed = s"$root/indexed"
+    def batch(start: Long) = spark.range(start, start + rows, 1, files)
+      .selectExpr("id", "uuid() AS key", "id * 7 AS v", "repeat('x', 40) AS pad")
+    batch(0).write.parquet(plain)
+    batch(0).write.parquet(indexed)
+    spark.sql(s"CREATE BLOOM INDEX ix ON parquet.`$indexed` (id, key)").collect()
+
+    var next = rows
+    def append(target: String): Double = {
+      val df = batch(next); next += rows
+      System.gc()
+      runStart = System.currentTimeMillis()
+      val t0 = System.nanoTime()
+      df.write.mode("append").parquet(target)
+      (System.nanoTime() - t0) / 1e6
+    }
+    append(plain); append(indexed) // warm-up
+    val recording = if (jfr) {
+      val r = new jdk.jfr.Recording(jdk.jfr.Configuration.getConfiguration("profile"))
+      r.start(); Some(r)
+    } else None
+    val times = (1 to reps).map { i =>
+      // alternate the order, as write_maintenance.py does
+      val order = if (i % 2 == 0) Seq(plain, indexed) else Seq(indexed, plain)
+      val t = order.map { target =>
+        printing = target == indexed
+        if (printing) println(s"indexed append $i:")
+        target -> append(target)
+      }.toMap
+      printing = false
+      println(f"round $i: plain ${t(plain)}%.0f ms, indexed ${t(indexed)}%.0f ms")
+      (t(plain), t(indexed))
+    }
+    recording.foreach { r =>
+      r.stop(); r.dump(Paths.get(s"$root/write.jfr")); r.close(); println(s"JFR: $root/write.jfr")
+    }
+    def median(xs: Seq[Double]) = xs.sorted.apply(xs.size / 2)
+    val (p, ix) = (median(times.map(_._1)), median(times.map(_._2)))
+    println(f"median plain $p%.0f ms, indexed $ix%.0f ms, ratio ${ix / p}%.2f")
+    val d = spark.sql(s"DESCRIBE BLOOM INDEX ix ON parquet.`$indexed`").collect()
+      .map(r => r.getString(0) -> r.getString(1)).toMap
+    println(s"files not covered: ${d.getOrElse("Files Not Covered", "?")}")
+    spark.stop()
+  }
+}

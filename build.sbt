@@ -170,10 +170,10 @@ lazy val root = (project in file("."))
       val jvms = math.max(1, sys.env.get("SPARKBLOOM_TEST_JVMS").map(_.toInt).getOrElse(2))
       val seconds = Map("DeltaDmlFuzzSuite" -> 145, "IcebergDmlFuzzSuite" -> 104, "DeltaSuite" -> 68,
         "DeltaWritesAndJoinsSuite" -> 65, "DifferentialFuzzSuite" -> 54, "KeySetFuzzSuite" -> 47, "IcebergSuite" -> 34,
-        "IcebergWritesAndJoinsSuite" -> 33, "CorruptionSuite" -> 31, "ConcurrencySuite" -> 31, "StaleDataSuite" -> 27,
+        "IcebergWritesAndJoinsSuite" -> 70, "CorruptionSuite" -> 31, "ConcurrencySuite" -> 31, "StaleDataSuite" -> 27,
         "IndexMaintenanceSuite" -> 20, "KeySetPruningSuite" -> 17, "MaintainOnWriteSuite" -> 13,
         "NativeFiltersSuite" -> 12, "FppBudgetSuite" -> 12, "SlicedIndexSuite" -> 8, "V2ScanSuite" -> 7,
-        "SkippingSuite" -> 7)
+        "SkippingSuite" -> 7, "TailReadSuite" -> 8)
       def weight(name: String): Int = seconds.getOrElse(name.split('.').last, 3)
       val groups = Array.fill(jvms)(Vector.empty[TestDefinition])
       for (t <- tests.sortBy(t => (-weight(t.name), t.name))) {

@@ -168,7 +168,7 @@ lazy val root = (project in file("."))
       val opts = (Test / forkOptions).value
       val tests = (Test / definedTests).value
       val jvms = math.max(1, sys.env.get("SPARKBLOOM_TEST_JVMS").map(_.toInt).getOrElse(2))
-      val seconds = Map("DeltaDmlFuzzSuite" -> 145, "IcebergDmlFuzzSuite" -> 104, "DeltaSuite" -> 68,
+      val seconds = Map("DeltaDmlFuzzSuite" -> 80, "IcebergDmlFuzzSuite" -> 56, "DeltaSuite" -> 68,
         "DeltaWritesAndJoinsSuite" -> 65, "DifferentialFuzzSuite" -> 54, "KeySetFuzzSuite" -> 47, "IcebergSuite" -> 34,
         "IcebergWritesAndJoinsSuite" -> 70, "CorruptionSuite" -> 31, "ConcurrencySuite" -> 31, "StaleDataSuite" -> 27,
         "IndexMaintenanceSuite" -> 20, "KeySetPruningSuite" -> 17, "MaintainOnWriteSuite" -> 13,

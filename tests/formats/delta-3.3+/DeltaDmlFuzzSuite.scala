@@ -22,7 +22,7 @@ class DeltaDmlFuzzSuite extends AnyFunSuite with DeltaSpark with DmlFuzz {
     sql(s"CREATE TABLE $t (id BIGINT, k STRING, n BIGINT, v BIGINT) USING delta TBLPROPERTIES ($props)")
   }
   override protected def compaction(t: String): String = s"OPTIMIZE $t"
-  override protected def defaultCases: Int = 15
+  override protected def defaultCases: Int = 8
   // OSS Delta has no subqueries in DELETE and UPDATE conditions: its users write the MERGE forms instead
   override protected def subqueryConditions: Boolean = false
 

@@ -24,7 +24,7 @@ class IcebergDmlFuzzSuite extends AnyFunSuite with IcebergSpark with DmlFuzz {
   override protected def compaction(t: String): String =
     s"CALL ice.system.rewrite_data_files(table => '${t.stripPrefix("ice.")}', options => " +
       "map('min-input-files', '2', 'target-file-size-bytes', '4096'))" // small files: some left to skip
-  override protected def defaultCases: Int = 30
+  override protected def defaultCases: Int = 16
   override protected def subqueryConditions: Boolean = true
   /**
    * Two forms Iceberg gets wrong by itself, with or without sparkbloom:

@@ -9,6 +9,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.{ColumnSpec, IndexDescription, IndexManager, TableFormat, TableRef}
+import sparkbloom.parquet.ChunkHasher.Counters
 import sparkbloom.sql.{BackgroundMaintenance, MaintainOnWrite}
 
 /**
@@ -227,11 +228,8 @@ class DeltaWritesAndJoinsSuite extends AnyFunSuite with DeltaSpark {
   }
 
   /** Column chunks this JVM has read to index them (local mode: the tasks' too); those whose data pages were read. */
-  private def chunksRead: Long = pagesRead + sparkbloom.parquet.ChunkHasher.Counters.dictionary.get
-  private def pagesRead: Long = {
-    import sparkbloom.parquet.ChunkHasher.Counters
-    Counters.reader.get + Counters.plain.get
-  }
+  private def chunksRead: Long = pagesRead + Counters.dictionary.get
+  private def pagesRead: Long = Counters.reader.get + Counters.plain.get
 
   test(
     "MERGE, UPDATE, DELETE, OPTIMIZE and RESTORE rewrite files: the rewritten ones are covered, the removed dropped") {

@@ -40,9 +40,10 @@ class SessionOverlaySuite extends AnyFunSuite {
     try {
       val inside = new CountDownLatch(1)
       val release = new CountDownLatch(1)
-      val first = pool.submit(() => SessionOverlay.during(conf, Seq(A -> "true")) {
-        inside.countDown(); release.await(10, TimeUnit.SECONDS)
-      })
+      val first = pool.submit(() =>
+        SessionOverlay.during(conf, Seq(A -> "true")) {
+          inside.countDown(); release.await(10, TimeUnit.SECONDS)
+        })
       assert(inside.await(10, TimeUnit.SECONDS))
       SessionOverlay.during(conf, Seq(A -> "true"))(assert(conf.getConfString(A) == "true"))
       assert(conf.getConfString(A) == "true", "still laid: the first block has not ended")

@@ -2,6 +2,7 @@ package sparkbloom.sql
 
 import scala.util.control.NonFatal
 
+import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.SparkContext
 import org.apache.spark.internal.Logging
@@ -25,8 +26,8 @@ import sparkbloom.BloomConf
 import sparkbloom.api.BloomIndexes
 import sparkbloom.formats.TableFormats
 import sparkbloom.index.{
-  IndexDescription, IndexManager, IndexStore, IndexVersion, ScanSkipping, SerializableConf, SkippingLog, TableFormat,
-  TableRef, WriteIndexer
+  IndexDescription, IndexedColumn, IndexManager, IndexStore, IndexVersion, ScanSkipping, SerializableConf, SkippingLog,
+  TableFormat, TableRef, WriteIndexer
 }
 import sparkbloom.index.sliced.EntryMeta
 import sparkbloom.shims.DelegatingWriteCommand
@@ -224,8 +225,8 @@ object MaintainOnWrite extends Logging {
    * (see [[withNativeFilters]] for the sizing), keyed by the column's name in the written files (`inFile`: None for a
    * column the write does not write). None of them when no index covers a written column.
    */
-  private[sql] def nativeFilterSettings(session: SparkSession, hadoop: org.apache.hadoop.conf.Configuration,
-                                        root: Path, inFile: sparkbloom.index.IndexedColumn => Option[String])
+  private[sql] def nativeFilterSettings(session: SparkSession, hadoop: Configuration,
+                                        root: Path, inFile: IndexedColumn => Option[String])
       : Seq[(String, String)] = {
     val dir = IndexStore.indexesDir(root, BloomConf.indexRoot(session))
     val fs = dir.getFileSystem(hadoop)
@@ -271,9 +272,10 @@ object MaintainOnWrite extends Logging {
         written.flatMap(w => nativeFilterSettings(session, hadoop, w.root, c => Some(c.fileName.getOrElse(c.name))))
           .groupBy(_._1).toSeq.sortBy(_._1).map { case (k, vs) =>
             // two tables asking for one column: the smaller FPP, the larger distinct count
-            k -> (if (k.startsWith("parquet.bloom.filter.fpp#")) vs.map(_._2.toDouble).min.toString
-                  else if (k.startsWith("parquet.bloom.filter.expected.ndv#")) vs.map(_._2.toLong).max.toString
-                  else vs.head._2)
+            k ->
+              (if (k.startsWith("parquet.bloom.filter.fpp#")) vs.map(_._2.toDouble).min.toString
+               else if (k.startsWith("parquet.bloom.filter.expected.ndv#")) vs.map(_._2.toLong).max.toString
+               else vs.head._2)
           }
       }
     } catch {

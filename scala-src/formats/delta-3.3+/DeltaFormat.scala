@@ -83,9 +83,6 @@ object DeltaFormat extends TableFormat {
 
   private def pathName(path: String): String = "delta.`" + path.replace("`", "``") + "`"
 
-  /** Delta's writer takes its Hadoop configuration from the session (`TransactionalWrite.writeFiles`). */
-  override def writesParquetWithSessionConf: Boolean = true
-
   /** Delta's streaming sink (`DeltaSink[path]`). */
   override def writtenBySink(session: SparkSession, description: String): Option[TableFormat.Written] =
     TableFormat.sinkPath(session, "DeltaSink", description).map(root =>

@@ -9,7 +9,6 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.{ColumnSpec, IndexDescription, IndexManager, TableFormat, TableRef}
-import sparkbloom.parquet.ChunkHasher.Counters
 import sparkbloom.sql.{BackgroundMaintenance, MaintainOnWrite}
 
 /**
@@ -182,54 +181,6 @@ class DeltaWritesAndJoinsSuite extends AnyFunSuite with DeltaSpark {
     assert(p.filesInTable == 12 && p.filesNotCovered == 0, p)
     assert(lookup(byPath, "u-1500", 1) <= 2)
   }
-
-  test("Delta writes carry the indexed columns' own filters: the refresh harvests them and reads no column") {
-    // column mapping: the files know `k` by a physical name, which parquet-java's settings must use
-    sql(s"""CREATE TABLE dn (id BIGINT, k STRING, v BIGINT) USING delta TBLPROPERTIES (
-           |'delta.columnMapping.mode' = 'name', 'delta.enableDeletionVectors' = 'true')""".stripMargin)
-    batch(0, 1200, 6).write.format("delta").mode("append").saveAsTable("dn")
-    sql("CREATE BLOOM INDEX ix ON dn (k, id)")
-    val conf = spark.sessionState.conf
-    // a setting of the user's own is kept, and not taken off after the write
-    conf.setConfString("parquet.bloom.filter.max.bytes", "1048576")
-    def bloomKeys = conf.getAllConfs.keySet.filter(_.startsWith("parquet.bloom.filter."))
-    val start = described("dn")
-    val read = chunksRead
-    val pages = pagesRead
-    spark.range(0, 20).selectExpr("concat('u-', cast(id * 60 + if(id >= 10, 5000, 0) as string)) as key",
-      "id as nv").createOrReplaceTempView("src")
-    batch(1200, 1800, 3).write.format("delta").mode("append").saveAsTable("dn")
-    sql("INSERT INTO dn SELECT id, concat('u-', cast(id as string)), 0 FROM range(1800, 1900, 1, 2)")
-    sql("""MERGE INTO dn t USING src s ON t.k = s.key
-          |WHEN MATCHED THEN UPDATE SET v = s.nv
-          |WHEN NOT MATCHED THEN INSERT (id, k, v) VALUES (-1, s.key, s.nv)""".stripMargin)
-    sql("UPDATE dn SET k = 'changed-' || k WHERE id = 1407")
-    assert(withIndexEnabled(on = false)(spark.table("dn").where("id = 1407").select("k").collect().toSeq) ==
-      Seq(Row("changed-u-1407")))
-    // parquet-java writes no filter for a chunk its dictionary holds whole (the MERGE's inserted ids, all -1): only
-    // that dictionary page is read
-    assert(pagesRead == pages, "no column's data pages were read after the writes")
-    assert(bloomKeys == Set("parquet.bloom.filter.max.bytes"), "only the user's setting is left in the session")
-    val d = described("dn")
-    assert(d.filesNotCovered == 0 && d.filesCovered == d.filesInTable && d.filesInTable > start.filesInTable, d)
-    // every new filter harvested, but those of the dictionary-only chunks
-    assert(d.filtersScanned - start.filtersScanned == chunksRead - read && d.filtersHarvested >= 2 * 6, d)
-    for ((key, n) <- Seq("u-1500" -> 1, "u-1850" -> 1, "u-5600" -> 1, "u-120" -> 1, "changed-u-1407" -> 1,
-        "u-1407" -> 0, "absent" -> 0)) assert(lookup("dn", key, n) <= 2, key)
-
-    // Off: the new files' columns are read, as before
-    withSQLConf("spark.sparkbloom.maintainOnWrite.nativeFilters" -> "false") {
-      batch(1900, 2100, 2).write.format("delta").mode("append").saveAsTable("dn")
-    }
-    assert(chunksRead > read, "without native filters the new files' columns are read")
-    assert(described("dn").filesNotCovered == 0)
-    assert(lookup("dn", "u-2050", 1) <= 2)
-    conf.unsetConf("parquet.bloom.filter.max.bytes")
-  }
-
-  /** Column chunks this JVM has read to index them (local mode: the tasks' too); those whose data pages were read. */
-  private def chunksRead: Long = pagesRead + Counters.dictionary.get
-  private def pagesRead: Long = Counters.reader.get + Counters.plain.get
 
   test(
     "MERGE, UPDATE, DELETE, OPTIMIZE and RESTORE rewrite files: the rewritten ones are covered, the removed dropped") {

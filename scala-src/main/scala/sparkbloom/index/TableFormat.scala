@@ -94,14 +94,6 @@ trait TableFormat {
 
   /** Whether V2 appends (`AppendData`) into this format's tables are indexed in their tasks ([[filesWritten]]). */
   def appendsIndexedInTask: Boolean = false
-
-  /**
-   * Whether this format's writes configure parquet-java from the writing session's SQL configuration (Delta: its
-   * writer's Hadoop configuration is the session's plus the table's properties). Maintenance on write then lays
-   * parquet-java's bloom filter settings for the indexed columns over the session while the write runs, so that the
-   * refresh after its commit harvests the new files' own filters instead of reading their columns.
-   */
-  def writesParquetWithSessionConf: Boolean = false
 }
 
 object TableFormat {

@@ -2,7 +2,6 @@ package sparkbloom.sql
 
 import scala.util.control.NonFatal
 
-import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
 import org.apache.spark.SparkContext
 import org.apache.spark.internal.Logging
@@ -26,8 +25,8 @@ import sparkbloom.BloomConf
 import sparkbloom.api.BloomIndexes
 import sparkbloom.formats.TableFormats
 import sparkbloom.index.{
-  IndexDescription, IndexedColumn, IndexManager, IndexStore, IndexVersion, ScanSkipping, SerializableConf, SkippingLog,
-  TableFormat, TableRef, WriteIndexer
+  IndexDescription, IndexManager, IndexStore, IndexVersion, ScanSkipping, SerializableConf, SkippingLog, TableFormat,
+  TableRef, WriteIndexer
 }
 import sparkbloom.index.sliced.EntryMeta
 import sparkbloom.shims.DelegatingWriteCommand
@@ -73,25 +72,17 @@ final case class IndexMaintainingWrite(inner: InsertIntoHadoopFsRelationCommand,
  * write returns: the new files are indexed (the files' own filters harvested, or their indexed columns read) and
  * the files the commit removed are dropped. A failed write fails as it would have; a failed refresh is logged and
  * leaves the index as it was, the new files merely uncovered (never a failed write).
- *
- * `nativeFilters`: the tables among `written` whose format's writer takes its Parquet settings from the session
- * (Delta): while the write runs, parquet-java's bloom filter settings for their indexed columns are laid over the
- * session ([[SessionOverlay]]), so that the files carry their own filters and the refresh harvests them (footers and
- * filter pages) instead of reading the files' columns again.
  */
 final case class IndexMaintainingTableWrite(child: SparkPlan, written: Seq[TableFormat.Written],
-                                            byTasks: Option[MaintainOnWrite.V2IndexedByTasks] = None,
-                                            nativeFilters: Seq[TableFormat.Written] = Nil)
+                                            byTasks: Option[MaintainOnWrite.V2IndexedByTasks] = None)
   extends UnaryExecNode {
   override def output: Seq[Attribute] = child.output
   override def nodeName: String = "MaintainBloomIndexes"
   override def simpleString(maxFields: Int): String =
     s"$nodeName [${written.map(_.table.display).mkString(", ")}]${if (byTasks.isDefined) " in write tasks" else ""}"
 
-  private def maintained[T](write: => T): T = {
+  private def maintained[T](result: T): T = {
     val s = Option[SparkSession](session).getOrElse(SparkSession.active)
-    val result = SessionOverlay.during(s.sessionState.conf, MaintainOnWrite.sessionNativeFilters(s, nativeFilters))(
-      write)
     byTasks match {
       case Some(b) => MaintainOnWrite.commitV2IndexedByTasks(s, written.head, b)
       case None => MaintainOnWrite.afterTableWrite(s, written)
@@ -126,14 +117,8 @@ object MaintainOnWrite extends Logging {
     /** `plan`, planned from `write`, wrapped when it commits to a Delta or Iceberg table that has indexes. */
     private def maintaining(plan: SparkPlan, write: LogicalPlan): SparkPlan = {
       val written = tablesWritten(session, write)
-      if (written.isEmpty) plan
-      else IndexMaintainingTableWrite(plan, written, nativeFilters = written.filter(writesWithSessionConf(write)))
+      if (written.isEmpty) plan else IndexMaintainingTableWrite(plan, written)
     }
-
-    /** Whether `w` is a table `write` commits to through a writer configured by the session (Delta). */
-    private def writesWithSessionConf(write: LogicalPlan)(w: TableFormat.Written): Boolean =
-      try TableFormats.all.filter(_.writesParquetWithSessionConf).exists(_.writtenBy(session, write).contains(w))
-      catch { case NonFatal(_) => false }
   }
 
   /**
@@ -209,80 +194,40 @@ object MaintainOnWrite extends Logging {
       if (!BloomConf.maintainWithNativeFilters(session)) cmd
       else {
         val hadoop = session.sessionState.newHadoopConfWithOptions(cmd.options)
+        val dir = IndexStore.indexesDir(cmd.outputPath, BloomConf.indexRoot(session))
+        val fs = dir.getFileSystem(hadoop)
+        val metas = indexNames(session, cmd.outputPath).flatMap(n => IndexStore.latestMeta(fs, new Path(dir, n))._1)
+        // Row groups are sized for the distinct count of the table's row groups so far (the 90th percentile of their
+        // rows: exact for unique keys), which parquet-java cannot learn until a row group is written.
+        val rowsPerRowGroup = metas.headOption.map { m =>
+          val rows = IndexStore.load(fs, hadoop, new Path(dir, m.name), m).layout.rgRows.filter(_ > 0).sorted
+          if (rows.isEmpty) 0L else rows(math.min(rows.length - 1, (rows.length * 0.9).toInt))
+        }.getOrElse(0L)
         val output = cmd.query.output.map(_.name)
-        val set = nativeFilterSettings(session, hadoop, cmd.outputPath,
-          c => output.find(_.equalsIgnoreCase(c.fileName.getOrElse(c.name))))
+        val opts = for {
+          m <- metas; c <- m.columns
+          col <- output.find(_.equalsIgnoreCase(c.fileName.getOrElse(c.name))).toSeq
+        } yield {
+          val fpp = c.fpp.orElse(m.fpp).getOrElse {
+            val budget = c.falseReadsPerKey.orElse(m.falseReadsPerKey).getOrElse(BloomConf.DefaultFalseReadsPerKey)
+            budget / math.max(1000L, 2L * m.rowGroups)
+          }
+          col -> math.min(0.1, math.max(fpp, 1e-5))
+        }
+        // the strongest FPP any index asks of a column
+        val perColumn = opts.groupBy(_._1).map { case (col, fs) => col -> fs.map(_._2).min }
+        val set = perColumn.toSeq.flatMap { case (col, fpp) =>
+          Seq(s"parquet.bloom.filter.enabled#$col" -> "true", s"parquet.bloom.filter.fpp#$col" -> fpp.toString) ++
+            (if (rowsPerRowGroup > 0)
+               Seq(s"parquet.bloom.filter.expected.ndv#$col" -> math.max(1000L, rowsPerRowGroup * 11 / 10).toString)
+             else Nil)
+        } ++ (if (rowsPerRowGroup > 0) Nil else Seq("parquet.bloom.filter.adaptive.enabled" -> "true"))
         val added = set.filter { case (k, _) => hadoop.get(k) == null && !cmd.options.contains(k) }
-        if (added.isEmpty) cmd else cmd.copy(options = cmd.options ++ added)
+        if (perColumn.isEmpty) cmd else cmd.copy(options = cmd.options ++ added)
       }
     } catch {
       case NonFatal(e) =>
         logWarning(s"sparkbloom: writing ${cmd.outputPath} without native bloom filters", e); cmd
-    }
-
-  /**
-   * parquet-java's settings for writing a bloom filter for each column the indexes of the table at `root` cover
-   * (see [[withNativeFilters]] for the sizing), keyed by the column's name in the written files (`inFile`: None for a
-   * column the write does not write). None of them when no index covers a written column.
-   */
-  private[sql] def nativeFilterSettings(session: SparkSession, hadoop: Configuration,
-                                        root: Path, inFile: IndexedColumn => Option[String])
-      : Seq[(String, String)] = {
-    val dir = IndexStore.indexesDir(root, BloomConf.indexRoot(session))
-    val fs = dir.getFileSystem(hadoop)
-    val metas = indexNames(session, root).flatMap(n => IndexStore.latestMeta(fs, new Path(dir, n))._1)
-    // Row groups are sized for the distinct count of the table's row groups so far (the 90th percentile of their
-    // rows: exact for unique keys), which parquet-java cannot learn until a row group is written.
-    val rowsPerRowGroup = metas.headOption.map { m =>
-      val rows = IndexStore.load(fs, hadoop, new Path(dir, m.name), m).layout.rgRows.filter(_ > 0).sorted
-      if (rows.isEmpty) 0L else rows(math.min(rows.length - 1, (rows.length * 0.9).toInt))
-    }.getOrElse(0L)
-    val opts = for {
-      m <- metas; c <- m.columns
-      col <- inFile(c).toSeq
-    } yield {
-      val fpp = c.fpp.orElse(m.fpp).getOrElse {
-        val budget = c.falseReadsPerKey.orElse(m.falseReadsPerKey).getOrElse(BloomConf.DefaultFalseReadsPerKey)
-        budget / math.max(1000L, 2L * m.rowGroups)
-      }
-      col -> math.min(0.1, math.max(fpp, 1e-5))
-    }
-    // the strongest FPP any index asks of a column
-    val perColumn = opts.groupBy(_._1).map { case (col, fs) => col -> fs.map(_._2).min }.toSeq.sortBy(_._1)
-    if (perColumn.isEmpty) Nil
-    else perColumn.flatMap { case (col, fpp) =>
-      Seq(s"parquet.bloom.filter.enabled#$col" -> "true", s"parquet.bloom.filter.fpp#$col" -> fpp.toString) ++
-        (if (rowsPerRowGroup > 0)
-           Seq(s"parquet.bloom.filter.expected.ndv#$col" -> math.max(1000L, rowsPerRowGroup * 11 / 10).toString)
-         else Nil)
-    } ++ (if (rowsPerRowGroup > 0) Nil else Seq("parquet.bloom.filter.adaptive.enabled" -> "true"))
-  }
-
-  /**
-   * parquet-java's bloom filter settings for the indexed columns of the tables `written` (of a format whose writer
-   * takes them from the session: Delta), to lay over the session while the write runs; Nil when
-   * `spark.sparkbloom.maintainOnWrite.nativeFilters` is off. Never throws (Nil on any error: the new files are then
-   * indexed from their columns).
-   */
-  def sessionNativeFilters(session: SparkSession, written: Seq[TableFormat.Written]): Seq[(String, String)] =
-    try {
-      if (written.isEmpty || !BloomConf.maintainWithNativeFilters(session)) Nil
-      else {
-        val hadoop = session.sessionState.newHadoopConf()
-        written.flatMap(w => nativeFilterSettings(session, hadoop, w.root, c => Some(c.fileName.getOrElse(c.name))))
-          .groupBy(_._1).toSeq.sortBy(_._1).map { case (k, vs) =>
-            // two tables asking for one column: the smaller FPP, the larger distinct count
-            k ->
-              (if (k.startsWith("parquet.bloom.filter.fpp#")) vs.map(_._2.toDouble).min.toString
-               else if (k.startsWith("parquet.bloom.filter.expected.ndv#")) vs.map(_._2.toLong).max.toString
-               else vs.head._2)
-          }
-      }
-    } catch {
-      case NonFatal(e) =>
-        logWarning(s"sparkbloom: writing ${written.map(_.table.display).mkString(", ")} without native bloom filters",
-          e)
-        Nil
     }
 
   /** A write whose tasks index what they write: each index's plan, and what the tasks report. */

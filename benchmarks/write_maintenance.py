@@ -38,9 +38,10 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--json", help="write the results here")
-    ap.add_argument("--native-filters", choices=["on", "off"], default="on",
+    ap.add_argument("--native-filters", choices=["on", "off", "both"], default="on",
                     help="spark.sparkbloom.maintainOnWrite.nativeFilters: parquet-java writes the indexed columns' "
-                         "bloom filters and the index harvests them (on), or the index reads the new files' columns")
+                         "bloom filters and the index harvests them (on), or the index reads the new files' columns; "
+                         "both: a third table, indexed the same, is appended to with it off in the same rounds")
     ap.add_argument("--in-task", choices=["on", "off"], default="on",
                     help="spark.sparkbloom.maintainOnWrite.inTask: the write's tasks index the rows they write (on), "
                          "or the index is brought up to date after the write (off: --native-filters applies)")
@@ -83,10 +84,14 @@ def main() -> int:
                                                                 "spark.sparkbloom.maintainOnWrite.inTask":
                                                                     str(args.in_task == "on").lower(),
                                                                 "spark.sparkbloom.maintainOnWrite.nativeFilters":
-                                                                    str(args.native_filters == "on").lower()})
+                                                                    str(args.native_filters != "off").lower()})
     iceberg = args.format == "iceberg"
     plain, indexed = ("ice.db.plain", "ice.db.indexed") if iceberg else (os.path.join(tmp, "plain"),
                                                                          os.path.join(tmp, "indexed"))
+    both = args.native_filters == "both"
+    # with --native-filters both: indexed as `indexed`, its appends made with native filters off
+    columns = "ice.db.columns" if iceberg else os.path.join(tmp, "columns")
+    native_key = "spark.sparkbloom.maintainOnWrite.nativeFilters"
 
     def append(df, target: str, create: bool = False) -> None:
         if iceberg:
@@ -110,6 +115,8 @@ def main() -> int:
         spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
     append(batch(0), plain, create=True)
     append(batch(0), indexed, create=True)
+    if both:
+        append(batch(0), columns, create=True)
     if args.table_files:
         grow = (spark.range(-10 * args.table_files, 0, 1, args.table_files)
                 .selectExpr("id", "uuid() AS key", "id * 7 AS v", "repeat('x', 40) AS pad",
@@ -117,12 +124,15 @@ def main() -> int:
                               for i in range(args.extra_columns)]))
         append(grow, plain)
         append(grow, indexed)
-    if iceberg:
-        spark.sql(f"CREATE BLOOM INDEX ix ON {indexed} (id, key)")
-    else:
-        spark.read.format(args.format).load(indexed).bloomFilterIndex("id", "key", name="ix")
+        if both:
+            append(grow, columns)
+    for target in [indexed] + ([columns] if both else []):
+        if iceberg:
+            spark.sql(f"CREATE BLOOM INDEX ix ON {target} (id, key)")
+        else:
+            spark.read.format(args.format).load(target).bloomFilterIndex("id", "key", name="ix")
 
-    times: dict[str, list[float]] = {"plain": [], "indexed": []}
+    times: dict[str, list[float]] = {"plain": [], "indexed": [], **({"columns": []} if both else {})}
     # The step that maintenance after a commit replaced, timed after each indexed write (not part of its time): the
     # table's files listed whole (Delta: its new snapshot's state reconstructed; Iceberg: its manifests planned),
     # against the changes since the version before the write read from the table's log (Delta's commit file,
@@ -149,12 +159,12 @@ def main() -> int:
     jvm_gc = spark.sparkContext._jvm.java.lang.System.gc
     for r in range(args.warmup + args.rounds):
         start = (r + 1) * args.rows
-        order = [("plain", plain), ("indexed", indexed)]
-        if r % 2:
-            order.reverse()
+        order = [("plain", plain), ("indexed", indexed)] + ([("columns", columns)] if both else [])
+        order = order[r % len(order):] + order[:r % len(order)]  # each table first in turn
         for name, path in order:
             df = batch(start)
             jvm_gc()  # each write starts from a collected heap: neither pays for the other's garbage
+            spark.conf.set(native_key, str(name != "columns" and args.native_filters != "off").lower())
             t = time.perf_counter()
             append(df, path)
             elapsed = time.perf_counter() - t
@@ -162,12 +172,15 @@ def main() -> int:
                 times[name].append(elapsed)
                 if name == "indexed" and args.format != "parquet" and args.maintain == "on":
                     time_listings()
-        print(f"round {r}{' (warm-up)' if r < args.warmup else ''}: plain {times['plain'][-1:]}, "
-              f"indexed {times['indexed'][-1:]}", flush=True)
+        print(f"round {r}{' (warm-up)' if r < args.warmup else ''}: "
+              + ", ".join(f"{k} {v[-1:]}" for k, v in times.items()), flush=True)
     # Checked once, after every write (DESCRIBE reads the whole index, which would load the machine between writes):
     # a write leaves the files it did not cover uncovered, so 0 here means every write returned with its files covered.
     d = sparkbloom.indexes(spark, indexed)[0].describe()
     assert d["files_not_covered"] == 0 or args.maintain == "off", d
+    if both:
+        dc = sparkbloom.indexes(spark, columns)[0].describe()
+        assert dc["files_not_covered"] == 0 or args.maintain == "off", dc
     print(f"files covered {d['files_covered']}, not covered {d['files_not_covered']}", flush=True)
 
     listing = {f"median_{k}": statistics.median(v) for k, v in listed.items() if v}
@@ -183,6 +196,8 @@ def main() -> int:
         "plain_s": times["plain"], "indexed_s": times["indexed"],
         "median_plain_s": med["plain"], "median_indexed_s": med["indexed"],
         "ratio": med["indexed"] / med["plain"],
+        **({"columns_s": times["columns"], "median_columns_s": med["columns"],
+            "ratio_columns": med["columns"] / med["plain"]} if both else {}),
         "files_covered": d["files_covered"], "files_not_covered": d["files_not_covered"],
         "table_files": args.table_files, **listing, **listed,
     }

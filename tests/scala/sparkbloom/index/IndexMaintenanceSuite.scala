@@ -118,6 +118,45 @@ class IndexMaintenanceSuite extends SparkSessionSuite {
     }
   }
 
+  test("an OPTIMIZE that loses the commit race to a write and a refresh re-bases on them: no entry lost or revived") {
+    withSQLConf(BloomConf.OptimizeAfterSegments -> "1000") {
+      val dir = tempDir("maint") + "/t"
+      rows(0, 4000, 4).write.parquet(dir)
+      spark.sql(s"CREATE BLOOM INDEX ix ON ${table(dir)} (id, s)")
+      for (i <- 1 to 12) rows(i * 10000L, i * 10000L + 1000, 1).write.mode("append").parquet(dir)
+      val idx = IndexManager.indexDir(spark, BloomIndexes.resolve(spark, TableRef.Path(dir)), "ix")
+      val before = describe(dir)
+      val fragmented = IndexManager.fragments(spark, idx)
+      assert(fragmented >= 12 && before("Files Not Covered") == "0", before)
+      // the file holding ids 10000..10999, which OPTIMIZE rebuilds
+      val gone = new java.io.File(dir).listFiles().filter(_.getName.endsWith(".parquet"))
+        .find(f => spark.read.parquet(f.getPath).where("id = 10500").count() == 1).get
+      var raced = false
+      // Between OPTIMIZE's build and its commit: a maintained append commits, then that file is deleted and a
+      // REFRESH drops it. OPTIMIZE's commit then finds two newer versions.
+      IndexManager.beforeOptimizeCommit = () => {
+        IndexManager.beforeOptimizeCommit = () => ()
+        rows(500000L, 500500L, 1).write.mode("append").parquet(dir)
+        assert(gone.delete())
+        spark.sql(s"REFRESH BLOOM INDEX ix ON ${table(dir)}").collect()
+        raced = true
+      }
+      try spark.sql(s"OPTIMIZE BLOOM INDEX ix ON ${table(dir)}").collect()
+      finally IndexManager.beforeOptimizeCommit = () => ()
+      assert(raced)
+      val after = describe(dir)
+      assert(after("Version").toLong == before("Version").toLong + 3, s"$before -> $after")
+      assert(after("Files In Table") == "16" && after("Files Covered") == "16" && after("Files Not Covered") == "0" &&
+        after("Files Deleted") == "0", after)
+      // the merged segments are the rebased version's; the append's are carried as it committed them
+      assert(IndexManager.fragments(spark, idx) <= 2, s"$fragmented fragments before")
+      lookups(dir, Seq(500250L, 120999L, 2000L))
+      lookups(dir, Seq(60500L))
+      val o = compare(spark.read.parquet(dir).where(col("id") === 10500L))
+      assert(o.on.isEmpty && o.off.isEmpty, o.skipping)
+    }
+  }
+
   test("the writes themselves optimize an index once it reads the small segments of more than " +
     "optimizeAfterSegments writes") {
     withSQLConf(BloomConf.OptimizeAfterSegments -> "6") {

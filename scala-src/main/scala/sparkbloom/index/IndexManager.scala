@@ -271,7 +271,8 @@ object IndexManager {
     }.map(l.paths(_)).toSet
     if (rebuild.isEmpty && small.isEmpty) return 0L
     buildVersion(spark, t, dir, name, cols, meta.options, meta.version + 1, withNewerCovered(spark, t.listing(), l),
-      Some(loaded), rebuild = rebuild, harvest = Some(false), rowGroupsPerTask = Some(SegmentWriter.DefaultMaxSlots))
+      Some(loaded), rebuild = rebuild, harvest = Some(false), rowGroupsPerTask = Some(SegmentWriter.DefaultMaxSlots),
+      rebase = true)
     l.paths.indices.filter(f => rebuild.contains(l.paths(f))).map(f => (l.firstRg(f + 1) - l.firstRg(f)).toLong).sum
   }
 
@@ -395,7 +396,8 @@ object IndexManager {
   private def buildVersion(spark: SparkSession, t: ResolvedTable, dir: Path, name: String, cols: Seq[IndexedColumn],
                            opts: TableOptions, version: Long, listing: TableListing,
                            previous: Option[IndexVersion], rebuild: Set[String] = Set.empty,
-                           harvest: Option[Boolean] = None, rowGroupsPerTask: Option[Int] = None): Unit = {
+                           harvest: Option[Boolean] = None, rowGroupsPerTask: Option[Int] = None,
+                           rebase: Boolean = false): Unit = {
     val files = listing.files
     val conf = spark.sessionState.newHadoopConf()
     val fs = dir.getFileSystem(conf)
@@ -439,7 +441,8 @@ object IndexManager {
       val meta = IndexMeta(name, t.display, t.root.toString, cols, opts.fpp, opts.ndv, version, 0L, dataDirName,
         0, 0, 0, 0, 0, 0, opts.falseReadsPerKey, if (opts.fppPerFile) Some(IndexedColumn.FileScope) else None,
         tableSnapshot = listing.snapshot, maintainOnWrite = opts.maintainOnWrite)
-      commitLayout(spark, fs, dir, meta, layout, dataDirName)
+      if (!rebase) commitLayout(spark, fs, dir, meta, layout, dataDirName)
+      else commitRebasing(spark, fs, dir, meta, layout, dataDirName, cols.map(_.name), stats)
       // this version covers the listing it was built from
       try fs.delete(new Path(dir, NeedsRefresh), false)
       catch { case NonFatal(_) => }
@@ -452,6 +455,45 @@ object IndexManager {
         throw e
     }
   }
+
+  /**
+   * OPTIMIZE's commit of `layout` (its rebuilt filters, `built`, over the version it read), re-based when a write's
+   * maintenance or a refresh committed first: the rebuilt filters of the files the newest version still holds as
+   * they were replace that version's, and everything else is that version's (the files its writes added or
+   * dropped, and the table version it covers). A rebuilt file the newest version no longer holds, or holds changed,
+   * keeps the newest version's entries. Up to [[RebaseAttempts]] times; then, or over a damaged newest version, the
+   * conflict is raised as before.
+   */
+  private def commitRebasing(spark: SparkSession, fs: FileSystem, dir: Path, meta: IndexMeta, layout: Layout,
+                             dataDirName: String, columns: Seq[String], built: BuildStats): Unit = {
+    var (m, l, attempt) = (meta, layout, 0)
+    beforeOptimizeCommit()
+    while (true) {
+      try { commitLayout(spark, fs, dir, m, l, dataDirName, keepOnFailure = true); return }
+      catch {
+        case e: ConcurrentIndexUpdateException if attempt < RebaseAttempts =>
+          attempt += 1
+          fs.delete(new Path(new Path(dir, dataDirName), IndexStore.LayoutFile), false)
+          val newest = IndexStore.latestMeta(fs, dir)._1.getOrElse(throw e)
+          val now = IndexStore.load(fs, spark.sessionState.newHadoopConf(), dir, newest)
+          if (now.problems.nonEmpty || now.memorySegments.nonEmpty) throw e
+          val nl = now.layout
+          def asBuilt(e: EntryMeta): Boolean = {
+            val i = nl.fileIndex.get(e.path)
+            i >= 0 && nl.sizes(i) == e.size && nl.mtimes(i) == e.mtime
+          }
+          val same = built.entryMetas.filter(asBuilt).map(_.path).toSet
+          log.info(s"sparkbloom: OPTIMIZE of ${newest.name} re-based on version ${newest.version} " +
+            s"(${same.size} rebuilt files still as they were)")
+          l = LayoutAssembler.assemble(columns, Some((nl, nl.paths.iterator.filterNot(same.contains).toSet)),
+            built.entryMetas.filter(e => same.contains(e.path)), built.segments, built.summaries)
+          m = newest.copy(version = newest.version + 1)
+      }
+    }
+  }
+  val RebaseAttempts = 5
+  /** Runs once before OPTIMIZE first tries to commit (tests: a write that commits in between). */
+  @volatile private[sparkbloom] var beforeOptimizeCommit: () => Unit = () => ()
 
   /**
    * Writes `layout` into `dataDirName` and commits it as `meta.version`, with the figures DESCRIBE reports

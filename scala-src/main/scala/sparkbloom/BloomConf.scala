@@ -89,6 +89,8 @@ object BloomConf {
   def vacuumRetentionCheck(s: SparkSession): Boolean = s.conf.get(VacuumRetentionCheck, "true").toBoolean
   val OptimizeAfterSegments = "spark.sparkbloom.maintainOnWrite.optimizeAfterSegments"
   def optimizeAfterSegments(s: SparkSession): Int = s.conf.get(OptimizeAfterSegments, "64").toInt
+  val OptimizeInBackground = "spark.sparkbloom.maintainOnWrite.optimizeInBackground"
+  def optimizeInBackground(s: SparkSession): Boolean = s.conf.get(OptimizeInBackground, "true").toBoolean
   /** Filters and hashes (bytes) a write task ships to the driver instead of writing its own segments. */
   val MaintainShipMaxBytes = "spark.sparkbloom.maintainOnWrite.shipMaxBytes"
   def maintainShipMaxBytes(s: SparkSession): Long = s.conf.get(MaintainShipMaxBytes, (1L << 20).toString).toLong

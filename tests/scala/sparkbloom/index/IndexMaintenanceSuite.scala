@@ -147,7 +147,7 @@ class IndexMaintenanceSuite extends SparkSessionSuite {
       val after = describe(dir)
       assert(after("Version").toLong == before("Version").toLong + 3, s"$before -> $after")
       assert(after("Files In Table") == "16" && after("Files Covered") == "16" && after("Files Not Covered") == "0" &&
-        after("Files Deleted") == "0", after)
+          after("Files Deleted") == "0", after)
       // the merged segments are the rebased version's; the append's are carried as it committed them
       assert(IndexManager.fragments(spark, idx) <= 2, s"$fragmented fragments before")
       lookups(dir, Seq(500250L, 120999L, 2000L))
@@ -159,18 +159,28 @@ class IndexMaintenanceSuite extends SparkSessionSuite {
 
   test("the writes themselves optimize an index once it reads the small segments of more than " +
     "optimizeAfterSegments writes") {
-    withSQLConf(BloomConf.OptimizeAfterSegments -> "6") {
+    // On a thread of its own by default (the write that crossed the threshold does not wait), or before the write
+    // returns.
+    for (background <- Seq(true, false)) withSQLConf(BloomConf.OptimizeAfterSegments -> "6",
+      BloomConf.OptimizeInBackground -> background.toString) {
       val dir = tempDir("maint") + "/t"
       rows(0, 1000, 2).write.parquet(dir)
       spark.sql(s"CREATE BLOOM INDEX ix ON ${table(dir)} (id, s)")
-      val counts = for (i <- 1 to 10) yield {
+      val threads = new java.util.concurrent.ConcurrentLinkedQueue[String]()
+      IndexManager.beforeOptimizeCommit = () => threads.add(Thread.currentThread.getName)
+      val counts = try for (i <- 1 to 10) yield {
         rows(i * 10000L, i * 10000L + 500, 1).write.mode("append").parquet(dir)
+        assert(BackgroundMaintenance.await(spark, 60000))
         describe(dir)("Segment Files").toInt
       }
+      finally IndexManager.beforeOptimizeCommit = () => ()
       // two columns, each write a leaf segment and a summary per column: without merging 4 more per write
       assert(counts.max <= 4 * 6 + 8, counts)
       assert(counts.last < 4 * 10, counts)
       assert(describe(dir)("Files Not Covered") == "0")
+      import scala.jdk.CollectionConverters._
+      val ran = threads.asScala.toSeq
+      assert(ran.nonEmpty && ran.forall(n => (n == "sparkbloom-background-optimize") == background), ran)
       lookups(dir, Seq(30250L, 100499L, 500L))
     }
   }

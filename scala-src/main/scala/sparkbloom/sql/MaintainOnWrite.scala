@@ -415,13 +415,18 @@ object MaintainOnWrite extends Logging {
 
   /**
    * A write adds small segments to each index (one per task and column): once an index reads the small segments of
-   * more than `spark.sparkbloom.maintainOnWrite.optimizeAfterSegments` writes (64), the write optimizes it (OPTIMIZE
-   * BLOOM INDEX), so that a probe reads a bounded number of runs. Never throws.
+   * more than `spark.sparkbloom.maintainOnWrite.optimizeAfterSegments` writes (64), it is optimized (OPTIMIZE BLOOM
+   * INDEX), so that a probe reads a bounded number of runs: on a background thread of its own
+   * ([[BackgroundMaintenance.optimize]]; `spark.sparkbloom.maintainOnWrite.optimizeInBackground`, on by default), so
+   * that neither the write that crossed the threshold nor the refreshes queued after it wait for it; otherwise
+   * before the write returns. Never throws.
    */
   private def optimizeIfFragmented(session: SparkSession, table: TableRef, dir: Path): Unit =
     try {
-      if (IndexManager.fragments(session, dir) > BloomConf.optimizeAfterSegments(session))
-        BloomIndexes.optimize(session, table, dir.getName)
+      if (IndexManager.fragments(session, dir) > BloomConf.optimizeAfterSegments(session)) {
+        if (BloomConf.optimizeInBackground(session)) BackgroundMaintenance.optimize(session, table, dir)
+        else BloomIndexes.optimize(session, table, dir.getName)
+      }
     } catch {
       case NonFatal(e) => logWarning(s"sparkbloom: could not optimize bloom index ${dir.getName} after a write", e)
     }
@@ -542,7 +547,45 @@ object BackgroundMaintenance extends Logging {
    * Waits until every refresh queued for `session`'s application so far has run (tests, benchmarks); false after
    * `timeoutMs`.
    */
-  def await(session: SparkSession, timeoutMs: Long): Boolean = listenerOf(session).forall(_.await(timeoutMs))
+  def await(session: SparkSession, timeoutMs: Long): Boolean = {
+    val deadline = System.currentTimeMillis() + timeoutMs
+    // the refreshes first: one may queue an OPTIMIZE
+    listenerOf(session).forall(_.await(timeoutMs)) && drained(optimizer, deadline - System.currentTimeMillis())
+  }
+
+  /** Whether every task `executor` was given so far has run within `timeoutMs`. */
+  private def drained(executor: java.util.concurrent.ExecutorService, timeoutMs: Long): Boolean = {
+    val done = new java.util.concurrent.CountDownLatch(1)
+    executor.execute(() => done.countDown())
+    done.await(math.max(0L, timeoutMs), java.util.concurrent.TimeUnit.MILLISECONDS)
+  }
+
+  /** The indexes (their directories) an OPTIMIZE is queued or running for. */
+  private val optimizing = java.util.concurrent.ConcurrentHashMap.newKeySet[String]()
+  private lazy val optimizer = java.util.concurrent.Executors.newSingleThreadExecutor { (r: Runnable) =>
+    val t = new Thread(r, "sparkbloom-background-optimize")
+    t.setDaemon(true)
+    t
+  }
+
+  /**
+   * OPTIMIZE BLOOM INDEX of the index at `dir` on `table`, on a thread of its own (one per JVM, one index at a time),
+   * with the settings of `session`; not queued again while one is queued or running for that index. The writes and
+   * refreshes that commit meanwhile are not held up: the OPTIMIZE re-bases its commit on theirs
+   * ([[IndexManager.optimize]]). A failure is logged: the index stays as it was, its small segments read as before.
+   */
+  def optimize(session: SparkSession, table: TableRef, dir: Path): Unit = {
+    val key = dir.toString
+    if (optimizing.add(key)) optimizer.execute { () =>
+      try {
+        SparkSession.setActiveSession(session)
+        logInfo(s"sparkbloom: optimizing bloom index ${dir.getName} of ${table.display} in the background")
+        BloomIndexes.optimize(session, table, dir.getName)
+      } catch {
+        case NonFatal(t) => logWarning(s"sparkbloom: bloom index ${dir.getName} of ${table.display} not optimized", t)
+      } finally optimizing.remove(key)
+    }
+  }
 
   private def listenerOf(session: SparkSession): Option[Listener] =
     Option(registered.synchronized(registered.get(session.sparkContext)))
@@ -611,10 +654,6 @@ object BackgroundMaintenance extends Logging {
       }
     }
 
-    def await(timeoutMs: Long): Boolean = {
-      val done = new java.util.concurrent.CountDownLatch(1)
-      executor.execute(() => done.countDown())
-      done.await(timeoutMs, java.util.concurrent.TimeUnit.MILLISECONDS)
-    }
+    def await(timeoutMs: Long): Boolean = drained(executor, timeoutMs)
   }
 }

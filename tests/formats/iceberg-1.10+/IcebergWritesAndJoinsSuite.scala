@@ -314,19 +314,41 @@ class IcebergWritesAndJoinsSuite extends AnyFunSuite with IcebergSpark {
     (after.lookups - before.lookups, after.filesSkipped - before.filesSkipped)
   }
 
+  /**
+   * Twin tables `on` and `off` of 60 files x 50 rows in `mode`, `k` (and `n`, when `withN`) unique per row and spread
+   * over all files (no file's min/max statistics can skip a key); `on` indexed on `indexed`.
+   */
+  private def twins(on: String, off: String, mode: String, withN: Boolean, indexed: String): Unit = {
+    sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
+    for (t <- Seq(on, off)) {
+      sql(s"CREATE TABLE $t (id BIGINT, k STRING, v BIGINT${if (withN) ", n BIGINT" else ""}) USING iceberg " +
+        s"TBLPROPERTIES (${modes(mode)})")
+      spark.range(0, 3000, 1, Files).selectExpr(Seq("id", "concat('u-', cast((id * 7919) % 3000 as string)) as k",
+        "id % 7 as v") ++ (if (withN) Seq("(id * 7919 + 1) % 3000 as n") else Nil): _*).writeTo(t).append()
+    }
+    sql(s"CREATE BLOOM INDEX ix ON $on ($indexed)")
+  }
+
+  /**
+   * Each (statement, rows in the table after it) run on `on` with sparkbloom and on `off` without: the tables equal
+   * after each, each statement planned a lookup of `on`'s index that skipped at least `minSkipped` files, and no
+   * file of `on` is left uncovered.
+   */
+  private def runTwins(on: String, off: String, forms: Seq[(String => String, Int)], minSkipped: Int): Unit =
+    for ((stmt, expected) <- forms) {
+      val (lookups, skipped) = skippedDuring(on)(sql(stmt(on)))
+      withIndexEnabled(on = false)(sql(stmt(off)))
+      assert(sorted(on) == sorted(off), stmt(on))
+      assert(sorted(on).size == expected, stmt(on))
+      assert(lookups >= 1 && skipped >= minSkipped, s"${stmt(on)}: lookups $lookups, skipped $skipped")
+      assert(described(on).filesNotCovered == 0, stmt(on))
+    }
+
   for (mode <- Seq("copy-on-write", "merge-on-read"))
     test(s"DELETE, UPDATE and MERGE by literal keys ($mode) skip the files without a key; the tables end equal") {
       val on = s"ice.db.l_${mode.take(1)}_on"
       val off = s"ice.db.l_${mode.take(1)}_off"
-      sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
-      for (t <- Seq(on, off)) {
-        sql(s"CREATE TABLE $t (id BIGINT, k STRING, v BIGINT, n BIGINT) USING iceberg " +
-          s"TBLPROPERTIES (${modes(mode)})")
-        // k and n: a unique value per row, spread over all files (no file's min/max statistics can skip a key)
-        spark.range(0, 3000, 1, Files).selectExpr("id", "concat('u-', cast((id * 7919) % 3000 as string)) as k",
-          "id % 7 as v", "(id * 7919 + 1) % 3000 as n").writeTo(t).append()
-      }
-      sql(s"CREATE BLOOM INDEX ix ON $on (k, n)")
+      twins(on, off, mode, withN = true, indexed = "k, n")
       // (statement, rows in the table after it): each changes rows, so an unpruned and a wrongly pruned run differ
       val forms = Seq[(String => String, Int)](
         // int literals against the bigint column (Spark's coercion makes them bigint literals), mid-range: every
@@ -342,15 +364,7 @@ class IcebergWritesAndJoinsSuite extends AnyFunSuite with IcebergSpark {
         (t =>
             s"MERGE INTO $t t USING (SELECT 1 AS one) s ON t.k IN ('u-23', 'u-29') " +
               "WHEN MATCHED THEN UPDATE SET v = 44", 2993))
-      for ((stmt, expected) <- forms) {
-        val (lookups, skipped) = skippedDuring(on)(sql(stmt(on)))
-        withIndexEnabled(on = false)(sql(stmt(off)))
-        assert(sorted(on) == sorted(off), stmt(on))
-        assert(sorted(on).size == expected, stmt(on))
-        // 1 to 3 keys keep at most a few of the 60 files
-        assert(lookups >= 1 && skipped >= Files - 6, s"${stmt(on)}: lookups $lookups, skipped $skipped")
-        assert(described(on).filesNotCovered == 0, stmt(on))
-      }
+      runTwins(on, off, forms, minSkipped = Files - 6) // 1 to 3 keys keep at most a few of the 60 files
       assert(sorted(on).count(r => Set(42L, 43L, 44L, 45L).contains(r.getLong(2))) == 6)
       if (mode == "merge-on-read") {
         // Shown on the scan in the plan Spark's SQL tab shows (the final adaptive plan: EXPLAIN shows the plan
@@ -368,13 +382,7 @@ class IcebergWritesAndJoinsSuite extends AnyFunSuite with IcebergSpark {
     test(s"MERGE, UPDATE and DELETE by run-time keys ($mode) skip the files without a key; the tables end equal") {
       val on = s"ice.db.x_${mode.take(1)}_on"
       val off = s"ice.db.x_${mode.take(1)}_off"
-      sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
-      for (t <- Seq(on, off)) {
-        sql(s"CREATE TABLE $t (id BIGINT, k STRING, v BIGINT) USING iceberg TBLPROPERTIES (${modes(mode)})")
-        spark.range(0, 3000, 1, Files).selectExpr("id", "concat('u-', cast((id * 7919) % 3000 as string)) as k",
-          "id % 7 as v").writeTo(t).append()
-      }
-      sql(s"CREATE BLOOM INDEX ix ON $on (k)")
+      twins(on, off, mode, withN = false, indexed = "k")
       // duplicate and NULL keys; 5 keys present and 5 new in `src`
       keyFrame("u-3", "u-3", "u-1999", "gone", null).createOrReplaceTempView("erasures")
       spark.range(0, 10).selectExpr("concat('u-', cast(id * 71 % 3000 + if(id >= 5, 5000, 0) as string)) " +
@@ -391,15 +399,7 @@ class IcebergWritesAndJoinsSuite extends AnyFunSuite with IcebergSpark {
       // copy-on-write prunes every form through Spark's one group-filter query: three forms there, all five in the
       // merge-on-read table, whose own read is what sparkbloom prunes
       val forms = if (mode == "copy-on-write") Seq(pruned(0), pruned(2), pruned(3)) else pruned
-      for ((stmt, expected) <- forms) {
-        val (lookups, skipped) = skippedDuring(on)(sql(stmt(on)))
-        withIndexEnabled(on = false)(sql(stmt(off)))
-        assert(sorted(on) == sorted(off), stmt(on))
-        assert(sorted(on).size == expected, stmt(on))
-        // 5 to 10 keys keep at most about 10 of the 60 files
-        assert(lookups >= 1 && skipped >= Files - 12, s"${stmt(on)}: lookups $lookups, skipped $skipped")
-        assert(described(on).filesNotCovered == 0, stmt(on))
-      }
+      runTwins(on, off, forms, minSkipped = Files - 12) // 5 to 10 keys keep at most about 10 of the 60 files
       // the UPDATE set src's 10 keys (5 present, 5 the MERGE inserted); in merge-on-read the EXISTS then deleted 7
       assert(sorted(on).count(_.getLong(2) == 99L) == (if (mode == "merge-on-read") 3 else 10))
       // a clause over unmatched target rows reads every file

@@ -3,7 +3,6 @@ package sparkbloom.bench
 import java.io.File
 import java.nio.file.{Files, Paths}
 
-import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.functions._
 
 /**
@@ -23,9 +22,7 @@ import org.apache.spark.sql.functions._
  */
 object BuildSpeed {
   def main(args: Array[String]): Unit = {
-    val opts = args.map { a =>
-      val i = a.indexOf('='); a.substring(0, i) -> a.substring(i + 1)
-    }.toMap
+    val opts = Harness.options(args)
     val files = opts.getOrElse("files", "200").toInt
     val rows = opts.getOrElse("rows", "20000").toInt
     val reps = opts.getOrElse("reps", "3").toInt
@@ -36,33 +33,10 @@ object BuildSpeed {
     // whose chunks are all dictionary-encoded, so it is scanned).
     val cols = opts.get("cols").map(_.split(',').toSeq).getOrElse(Seq("id", "u", "c"))
 
-    val spark = SparkSession.builder()
-      .master("local[2]")
-      .appName("BuildSpeed")
-      .config("spark.ui.enabled", "false")
-      .config("spark.sql.shuffle.partitions", "4")
-      .config("spark.sql.extensions", "sparkbloom.SparkBloomExtensions")
-      .config("spark.sql.warehouse.dir", Files.createTempDirectory("sparkbloom-wh").toString)
-      .config("spark.driver.host", "127.0.0.1")
-      .getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
+    val spark = Harness.session("BuildSpeed", Files.createTempDirectory("sparkbloom-wh").toString)
     // `timeline=true`: prints each Spark job of the timed runs (start relative to the run's start, duration, tasks),
     // to tell the statement's fixed costs (driver work between jobs) from the work in its jobs.
-    val timeline = opts.getOrElse("timeline", "false").toBoolean
-    @volatile var runStart = 0L
-    if (timeline) spark.sparkContext.addSparkListener(new org.apache.spark.scheduler.SparkListener {
-      private val starts = new java.util.concurrent.ConcurrentHashMap[Int, (Long, Int)]()
-      private val names = new java.util.concurrent.ConcurrentHashMap[Int, String]()
-      override def onJobStart(e: org.apache.spark.scheduler.SparkListenerJobStart): Unit = {
-        starts.put(e.jobId, (e.time, e.stageInfos.map(_.numTasks).sum))
-        names.put(e.jobId, e.stageInfos.map(_.name).mkString(";"))
-      }
-      override def onJobEnd(e: org.apache.spark.scheduler.SparkListenerJobEnd): Unit = {
-        val (t0, tasks) = starts.remove(e.jobId)
-        println(
-          f"  job ${e.jobId}: +${t0 - runStart}%5d ms, ${e.time - t0}%5d ms, $tasks tasks ${names.remove(e.jobId)}")
-      }
-    })
+    val timeline = if (opts.getOrElse("timeline", "false").toBoolean) Some(new Harness.Timeline(spark)) else None
 
     val plain = s"$root/plain-${files}x$rows"
     val native = s"$root/native-${files}x$rows-ndv"
@@ -106,7 +80,7 @@ object BuildSpeed {
         r.start(); Some(r)
       } else None
       val ms = (1 to reps).map { _ =>
-        runStart = System.currentTimeMillis()
+        timeline.foreach(_.mark())
         val t0 = System.nanoTime(); f(); val t = (System.nanoTime() - t0) / 1e6; after(); t
       }
       recording.foreach { r =>

@@ -2,8 +2,6 @@ package sparkbloom.bench
 
 import java.nio.file.{Files, Paths}
 
-import org.apache.spark.sql.SparkSession
-
 /**
  * Where a maintained Parquet append spends its time: the same appends as `benchmarks/write_maintenance.py`
  * (`id`, `uuid() AS key`, `id * 7 AS v`, a 40-character pad; `rows` rows in `files` files), alternated between a
@@ -14,9 +12,7 @@ import org.apache.spark.sql.SparkSession
  */
 object WriteSpeed {
   def main(args: Array[String]): Unit = {
-    val opts = args.map { a =>
-      val i = a.indexOf('='); a.substring(0, i) -> a.substring(i + 1)
-    }.toMap
+    val opts = Harness.options(args)
     val rows = opts.getOrElse("rows", "1000000").toLong
     val files = opts.getOrElse("files", "8").toInt
     val reps = opts.getOrElse("reps", "9").toInt
@@ -26,27 +22,10 @@ object WriteSpeed {
         case d => Paths.get(d)
       }, "sparkbloom-writespeed").toString
 
-    val spark = SparkSession.builder()
-      .master("local[2]")
-      .appName("WriteSpeed")
-      .config("spark.ui.enabled", "false")
-      .config("spark.sql.shuffle.partitions", "4")
-      .config("spark.sql.extensions", "sparkbloom.SparkBloomExtensions")
-      .config("spark.sql.warehouse.dir", s"$root/wh")
-      .config("spark.driver.host", "127.0.0.1")
-      .getOrCreate()
-    spark.sparkContext.setLogLevel("WARN")
-    @volatile var runStart = 0L
-    @volatile var printing = false
-    if (timeline) spark.sparkContext.addSparkListener(new org.apache.spark.scheduler.SparkListener {
-      private val starts = new java.util.concurrent.ConcurrentHashMap[Int, (Long, Int, String)]()
-      override def onJobStart(e: org.apache.spark.scheduler.SparkListenerJobStart): Unit =
-        starts.put(e.jobId, (e.time, e.stageInfos.map(_.numTasks).sum, e.stageInfos.map(_.name).mkString(";")))
-      override def onJobEnd(e: org.apache.spark.scheduler.SparkListenerJobEnd): Unit = {
-        val (t0, tasks, name) = starts.remove(e.jobId)
-        if (printing) println(f"  job ${e.jobId}: +${t0 - runStart}%5d ms, ${e.time - t0}%5d ms, $tasks tasks $name")
-      }
-    })
+    val spark = Harness.session("WriteSpeed", s"$root/wh")
+    // the jobs of the indexed appends only
+    val tl = if (timeline) Some(new Harness.Timeline(spark)) else None
+    tl.foreach(_.printing = false)
 
     val plain = s"$root/plain"
     val indexed = s"$root/indexed"
@@ -60,7 +39,7 @@ object WriteSpeed {
     def append(target: String): Double = {
       val df = batch(next); next += rows
       System.gc()
-      runStart = System.currentTimeMillis()
+      tl.foreach(_.mark())
       val t0 = System.nanoTime()
       df.write.mode("append").parquet(target)
       (System.nanoTime() - t0) / 1e6
@@ -74,11 +53,11 @@ object WriteSpeed {
       // alternate the order, as write_maintenance.py does
       val order = if (i % 2 == 0) Seq(plain, indexed) else Seq(indexed, plain)
       val t = order.map { target =>
-        printing = target == indexed
-        if (printing) println(s"indexed append $i:")
+        tl.foreach(_.printing = target == indexed)
+        if (timeline && target == indexed) println(s"indexed append $i:")
         target -> append(target)
       }.toMap
-      printing = false
+      tl.foreach(_.printing = false)
       println(f"round $i: plain ${t(plain)}%.0f ms, indexed ${t(indexed)}%.0f ms")
       (t(plain), t(indexed))
     }

@@ -66,7 +66,8 @@ private[index] object FileIndexer {
     try {
       val footer = Footers.fromMetadata(metadata, fileLength).resolving(cols.toSeq.map(_.fileColumn))
       SizingJobs.addValueCounts(footer, counted, counts)
-      for (c <- cols; rg <- footer.rowGroups.indices; ch <- footer.chunk(rg, c.name) if ch.encrypted)
+      val chunks = for (rg <- footer.rowGroups.indices; c <- cols; ch <- footer.chunk(rg, c.name)) yield (c, ch)
+      for ((c, _) <- chunks.find(_._2.encrypted))
         throw new SparkException(s"${EncryptedPrefix}cannot index column ${c.name}: it is encrypted in ${f.path}; " +
           "sparkbloom does not copy membership of encrypted values into an unencrypted index")
       val out = mutable.Buffer[Built]()
@@ -75,8 +76,7 @@ private[index] object FileIndexer {
       val toScan = mutable.Map[(Int, String), ColumnPlan]()
       // The filters to harvest lie together before the footer (parquet-java): read them in one read.
       if (tail.isDefined) {
-        val offsets = for (rg <- footer.rowGroups.indices; c <- cols; ch <- footer.chunk(rg, c.name);
-          o <- ch.bloomOffset) yield o
+        val offsets = chunks.flatMap(_._2.bloomOffset)
         if (offsets.nonEmpty) tail.get._2.prefetchFrom(offsets.min, HarvestPrefetchMax)
       }
       val plans = for (rg <- footer.rowGroups.indices; c <- cols) yield {

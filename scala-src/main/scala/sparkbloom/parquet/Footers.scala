@@ -109,27 +109,29 @@ object Footers {
     if (length < 12) return None
     val in = try path.getFileSystem(conf).open(path)
     catch { case _: Exception => return None }
-    try {
+    // None (the stream closed) for anything but a plain footer at the listed end
+    val parsed = try {
       val n = math.min(length, TailBytes.toLong).toInt
       val start = length - n
       val tail = new Array[Byte](n)
       in.readFully(start, tail)
-      if (!java.util.Arrays.equals(tail, n - 4, n, Magic, 0, 4)) { in.close(); return None }
       val footerLength = java.nio.ByteBuffer.wrap(tail, n - 8, 4).order(java.nio.ByteOrder.LITTLE_ENDIAN).getInt
       val footerStart = length - 8 - footerLength
-      if (footerLength <= 0 || footerStart < 4) { in.close(); return None }
-      val footerBytes =
-        if (footerStart >= start) java.util.Arrays.copyOfRange(tail, (footerStart - start).toInt, n - 8)
-        else { val b = new Array[Byte](footerLength); in.readFully(footerStart, b); b }
-      val thrift = org.apache.parquet.format.Util.readFileMetaData(new java.io.ByteArrayInputStream(footerBytes))
-      val encrypted = thrift.isSetEncryption_algorithm || thrift.getRow_groups.asScala.exists(
-        _.getColumns.asScala.exists(c => c.isSetCrypto_metadata || c.isSetEncrypted_column_metadata))
-      if (encrypted) { in.close(); return None }
-      val md = new org.apache.parquet.format.converter.ParquetMetadataConverter().fromParquetMetadata(thrift)
-      Some((md, new TailStream(in, start, tail)))
-    } catch {
-      case _: Exception => in.close(); None
-    }
+      if (!java.util.Arrays.equals(tail, n - 4, n, Magic, 0, 4) || footerLength <= 0 || footerStart < 4) None
+      else {
+        val footerBytes =
+          if (footerStart >= start) java.util.Arrays.copyOfRange(tail, (footerStart - start).toInt, n - 8)
+          else { val b = new Array[Byte](footerLength); in.readFully(footerStart, b); b }
+        val thrift = org.apache.parquet.format.Util.readFileMetaData(new java.io.ByteArrayInputStream(footerBytes))
+        val encrypted = thrift.isSetEncryption_algorithm || thrift.getRow_groups.asScala.exists(
+          _.getColumns.asScala.exists(c => c.isSetCrypto_metadata || c.isSetEncrypted_column_metadata))
+        if (encrypted) None
+        else Some((new org.apache.parquet.format.converter.ParquetMetadataConverter().fromParquetMetadata(thrift),
+          new TailStream(in, start, tail)))
+      }
+    } catch { case _: Exception => None }
+    if (parsed.isEmpty) in.close()
+    parsed
   }
 
   def read(conf: Configuration, path: Path): FooterInfo = {

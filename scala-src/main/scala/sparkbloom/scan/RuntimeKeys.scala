@@ -4,7 +4,8 @@ import scala.util.control.NonFatal
 
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{
-  And, Attribute, Coalesce, DynamicPruningExpression, EqualNullSafe, EqualTo, ExprId, Expression, In, InSet, Literal
+  Attribute, Coalesce, DynamicPruningExpression, EqualNullSafe, EqualTo, ExprId, Expression, In, InSet, Literal,
+  PredicateHelper
 }
 import org.apache.spark.sql.execution.{FileSourceScanExec, FilterExec, InSubqueryExec, ProjectExec, SparkPlan}
 import org.apache.spark.sql.execution.datasources.v2.BatchScanExec
@@ -19,7 +20,7 @@ import sparkbloom.index.{KeySource, RuntimeKeyed, TableFormat}
  * one is reused. This binds the scan's key-set listing ([[RuntimeKeyed]]) to that subquery, so the listing, made
  * when the scan runs, reads the keys (waiting for them if they are not there yet: the subquery runs once).
  */
-object RuntimeKeys {
+object RuntimeKeys extends PredicateHelper {
 
   /** The keys of a run-time filter: the subquery's rows (its one column), distinct. */
   final case class OfSubquery(sub: InSubqueryExec) extends KeySource {
@@ -79,11 +80,7 @@ object RuntimeKeys {
    * cast left means the types differ, and the conjunct is ignored). NULLs in an `IN` list match no row.
    */
   private[scan] def literalKeys(cond: Expression): Map[ExprId, (Attribute, Seq[Any])] = {
-    def conjuncts(e: Expression): Seq[Expression] = e match {
-      case And(l, r) => conjuncts(l) ++ conjuncts(r)
-      case other => Seq(other)
-    }
-    conjuncts(cond).flatMap {
+    splitConjunctivePredicates(cond).flatMap {
       case EqualTo(a: Attribute, Literal(v, t)) if v != null && t == a.dataType => Some(a -> Seq(v))
       case EqualTo(Literal(v, t), a: Attribute) if v != null && t == a.dataType => Some(a -> Seq(v))
       case EqualNullSafe(a: Attribute, Literal(v, t)) if v != null && t == a.dataType => Some(a -> Seq(v))

@@ -147,18 +147,53 @@ class MaintainOnWriteSuite extends SparkSessionSuite {
     assert(absent.on.isEmpty && absent.off.isEmpty && absent.kept <= 1, absent.skipping)
     // off: the files are written as without sparkbloom, and the refresh reads their columns
     val old2 = files
-    withSQLConf(BloomConf.MaintainWithNativeFilters -> "false") {
+    // A few small files are read on the driver, without a Spark job queued behind the application's; more than 16
+    // in a Spark job.
+    val jobs = indexJobsDuring(withSQLConf(BloomConf.MaintainWithNativeFilters -> "false") {
       rows(2000, 2200, 2).write.mode("append").parquet(dir)
-    }
+    })
+    assert(jobs == 0, "2 small files scanned on the driver")
     assert(nativeFilterColumns(dir, old2) == Seq.fill(2)(Set.empty[String]))
     val off = describe(TableRef.Path(dir))
     assert(off.filesNotCovered == 0 && off.filtersScanned == after.filtersScanned + 2 * 2, off)
     lookup(spark.read.parquet(dir), 2100, files = 1)
+    val many = indexJobsDuring(withSQLConf(BloomConf.MaintainWithNativeFilters -> "false") {
+      rows(4000, 4170, 17).write.mode("append").parquet(dir)
+    })
+    assert(many >= 1, "17 files scanned in a Spark job")
+    assert(describe(TableRef.Path(dir)).filesNotCovered == 0)
+    lookup(spark.read.parquet(dir), 4100, files = 1)
     // a user's own bloom filter settings for the write are kept
     val old3 = files
     rows(3000, 3100, 1).write.option("parquet.bloom.filter.enabled#id", "false").mode("append").parquet(dir)
     assert(nativeFilterColumns(dir, old3) == Seq(Set("s")))
     lookup(spark.read.parquet(dir), 3050, files = 1)
+  }
+
+  /**
+   * The Spark jobs sparkbloom ran to index files while `f` ran. A marker job after `f` is waited for: the listener
+   * hears jobs in the order they started, so every job of `f` has been heard by then.
+   */
+  private def indexJobsDuring(f: => Unit): Int = {
+    val seen = new java.util.concurrent.atomic.AtomicInteger()
+    val marked = new java.util.concurrent.CountDownLatch(1)
+    val listener = new org.apache.spark.scheduler.SparkListener {
+      override def onJobStart(e: org.apache.spark.scheduler.SparkListenerJobStart): Unit =
+        Option(e.properties).flatMap(p => Option(p.getProperty("spark.job.description"))) match {
+          case Some(d) if d.startsWith("sparkbloom: index") => seen.incrementAndGet()
+          case Some("indexJobsDuring: marker") => marked.countDown()
+          case _ =>
+        }
+    }
+    spark.sparkContext.addSparkListener(listener)
+    try {
+      f
+      spark.sparkContext.setJobDescription("indexJobsDuring: marker")
+      try spark.sparkContext.parallelize(Seq(1), 1).count()
+      finally spark.sparkContext.setJobDescription(null)
+      assert(marked.await(60, java.util.concurrent.TimeUnit.SECONDS), "the marker job was heard")
+      seen.get
+    } finally spark.sparkContext.removeSparkListener(listener)
   }
 
   private def loaded(dir: String, name: String): IndexVersion = StoredIndex.loaded(spark, dir, name)

@@ -95,9 +95,11 @@ object IndexBuilder {
         val written = writer.close().toArray
         (entries, written, deferred.toArray, counts, writer.summaries.toArray)
       }
-      // A few files of which this job reads only footers and native filters (scans wait for the next job): read
-      // on the driver, without scheduling a Spark job (a write's own files, maintenance on write).
-      val local = deferScans && files.size <= IndexBuilder.LocalMaxFiles
+      // A few files of which this job reads only footers and native filters (scans wait for the next job), or a few
+      // small files it reads whole (a streaming batch's, a small write's): read on the driver, without a Spark job
+      // that would queue behind the application's own jobs (maintenance on write, a streaming query's batches).
+      val local = forcedSlices.isEmpty && files.size <= IndexBuilder.LocalMaxFiles &&
+        (deferScans || files.iterator.map(_.size).sum <= IndexBuilder.LocalMaxScanBytes)
       sc.setJobDescription(s"sparkbloom: index ${files.size} files")
       val out = try {
         if (local) {
@@ -128,8 +130,12 @@ object IndexBuilder {
     }
   }
 
-  /** Files a harvest-only job reads on the driver instead of in a Spark job (their footers and native filters). */
+  /**
+   * Files a job reads on the driver instead of in a Spark job: up to 16 files of which it reads only footers and
+   * native filters, or up to 16 files of 32 MiB in all that it reads whole.
+   */
   val LocalMaxFiles = 16
+  val LocalMaxScanBytes: Long = 32L << 20
 
   private lazy val localPool: scala.concurrent.ExecutionContext = {
     val n = new java.util.concurrent.atomic.AtomicInteger()

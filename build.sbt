@@ -171,7 +171,7 @@ lazy val root = (project in file("."))
       val seconds = Map("DeltaDmlFuzzSuite" -> 80, "IcebergDmlFuzzSuite" -> 56, "DeltaSuite" -> 68,
         "DeltaWritesAndJoinsSuite" -> 65, "DifferentialFuzzSuite" -> 54, "KeySetFuzzSuite" -> 47, "IcebergSuite" -> 34,
         "IcebergWritesAndJoinsSuite" -> 70, "CorruptionSuite" -> 31, "ConcurrencySuite" -> 31, "StaleDataSuite" -> 27,
-        "IndexMaintenanceSuite" -> 20, "KeySetPruningSuite" -> 17, "MaintainOnWriteSuite" -> 13,
+        "IndexMaintenanceSuite" -> 30, "KeySetPruningSuite" -> 17, "MaintainOnWriteSuite" -> 16,
         "NativeFiltersSuite" -> 12, "FppBudgetSuite" -> 12, "SlicedIndexSuite" -> 8, "V2ScanSuite" -> 7,
         "SkippingSuite" -> 7, "TailReadSuite" -> 8)
       def weight(name: String): Int = seconds.getOrElse(name.split('.').last, 3)

@@ -544,8 +544,8 @@ object BackgroundMaintenance extends Logging {
     }
 
   /**
-   * Waits until every refresh queued for `session`'s application so far has run (tests, benchmarks); false after
-   * `timeoutMs`.
+   * Waits until every refresh queued for `session`'s application so far has run, and every background OPTIMIZE
+   * queued by then or by those refreshes (tests, benchmarks); false after `timeoutMs`.
    */
   def await(session: SparkSession, timeoutMs: Long): Boolean = {
     val deadline = System.currentTimeMillis() + timeoutMs

@@ -1,5 +1,6 @@
 package sparkbloom.index
 
+import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.DataFrame
 import org.apache.spark.sql.functions._
 
@@ -84,14 +85,22 @@ class IndexMaintenanceSuite extends SparkSessionSuite {
     lookups(dir, Seq(1034567L, 11999L))
   }
 
+  /**
+   * A table of 4 files indexed on `id` and `s`, then appended to 12 times (one file each, maintained): its directory
+   * and its index's, the index reading the small segments of 12 writes. Under a large `optimizeAfterSegments`.
+   */
+  private def fragmentedTable(): (String, Path) = {
+    val dir = tempDir("maint") + "/t"
+    rows(0, 4000, 4).write.parquet(dir)
+    spark.sql(s"CREATE BLOOM INDEX ix ON ${table(dir)} (id, s)")
+    for (i <- 1 to 12) rows(i * 10000L, i * 10000L + 1000, 1).write.mode("append").parquet(dir)
+    (dir, IndexManager.indexDir(spark, BloomIndexes.resolve(spark, TableRef.Path(dir)), "ix"))
+  }
+
   test("OPTIMIZE BLOOM INDEX merges the segments of many writes into few, with summaries, re-sized for the table") {
     withSQLConf(BloomConf.OptimizeAfterSegments -> "1000") {
-      val dir = tempDir("maint") + "/t"
-      rows(0, 4000, 4).write.parquet(dir)
-      spark.sql(s"CREATE BLOOM INDEX ix ON ${table(dir)} (id, s)")
-      for (i <- 1 to 12) rows(i * 10000L, i * 10000L + 1000, 1).write.mode("append").parquet(dir)
+      val (dir, idx) = fragmentedTable()
       val before = describe(dir)
-      val idx = IndexManager.indexDir(spark, BloomIndexes.resolve(spark, TableRef.Path(dir)), "ix")
       assert(before("Files Not Covered") == "0" && IndexManager.fragments(spark, idx) >= 12, before)
       val out = spark.sql(s"OPTIMIZE BLOOM INDEX ix ON ${table(dir)}").collect()
       assert(out.length == 1 && out.head.getString(0) == "ix" && out.head.getLong(2) == 16, out.toSeq)
@@ -120,11 +129,7 @@ class IndexMaintenanceSuite extends SparkSessionSuite {
 
   test("an OPTIMIZE that loses the commit race to a write and a refresh re-bases on them: no entry lost or revived") {
     withSQLConf(BloomConf.OptimizeAfterSegments -> "1000") {
-      val dir = tempDir("maint") + "/t"
-      rows(0, 4000, 4).write.parquet(dir)
-      spark.sql(s"CREATE BLOOM INDEX ix ON ${table(dir)} (id, s)")
-      for (i <- 1 to 12) rows(i * 10000L, i * 10000L + 1000, 1).write.mode("append").parquet(dir)
-      val idx = IndexManager.indexDir(spark, BloomIndexes.resolve(spark, TableRef.Path(dir)), "ix")
+      val (dir, idx) = fragmentedTable()
       val before = describe(dir)
       val fragmented = IndexManager.fragments(spark, idx)
       assert(fragmented >= 12 && before("Files Not Covered") == "0", before)

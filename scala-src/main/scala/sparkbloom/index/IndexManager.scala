@@ -482,11 +482,12 @@ object IndexManager {
             val i = nl.fileIndex.get(e.path)
             i >= 0 && nl.sizes(i) == e.size && nl.mtimes(i) == e.mtime
           }
-          val same = built.entryMetas.filter(asBuilt).map(_.path).toSet
+          val rebuilt = built.entryMetas.filter(asBuilt)
+          val same = rebuilt.iterator.map(_.path).toSet
           log.info(s"sparkbloom: OPTIMIZE of ${newest.name} re-based on version ${newest.version} " +
             s"(${same.size} rebuilt files still as they were)")
-          l = LayoutAssembler.assemble(columns, Some((nl, nl.paths.iterator.filterNot(same.contains).toSet)),
-            built.entryMetas.filter(e => same.contains(e.path)), built.segments, built.summaries)
+          l = LayoutAssembler.assemble(columns, Some((nl, nl.paths.iterator.filterNot(same.contains).toSet)), rebuilt,
+            built.segments, built.summaries)
           m = newest.copy(version = newest.version + 1)
       }
     }

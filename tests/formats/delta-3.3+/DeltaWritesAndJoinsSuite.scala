@@ -296,7 +296,7 @@ class DeltaWritesAndJoinsSuite extends AnyFunSuite with DeltaSpark {
     assert(o.on == o.off && o.on.size == 1)
   }
 
-  test("Delta's streaming sink: each micro-batch's files are indexed after it commits") {
+  test("Delta's streaming sink: each micro-batch's files are indexed after it commits, before the next batch") {
     implicit val ctx: org.apache.spark.sql.SQLContext = spark.sqlContext
     import spark.implicits._
     val path = NioFiles.createTempDirectory("delta-stream").toString + "/t"
@@ -306,13 +306,16 @@ class DeltaWritesAndJoinsSuite extends AnyFunSuite with DeltaSpark {
     val input = MemoryStream[Long]
     val query = input.toDF().selectExpr("value as id", "concat('u-', cast(value as string)) as k", "value % 7 as v")
       .writeStream.format("delta").option("checkpointLocation", path + "_checkpoint").start(path)
-    try {
-      for (batch <- 1 to 4) {
+    val byPath = s"delta.`file:$path`"
+    // each batch waits for the refresh of the one before (known once the query's progress named its sink)
+    val uncovered = try {
+      for (batch <- 1 to 4) yield {
         input.addData((batch * 1000L) until (batch * 1000L + 100))
         query.processAllAvailable()
+        described(byPath).filesNotCovered
       }
     } finally query.stop()
-    val byPath = s"delta.`file:$path`"
+    assert(uncovered.drop(2).forall(_ <= 1), uncovered)
     // the refresh follows the batch's progress event: wait for it (a failed wait fails below, never passes)
     val deadline = System.nanoTime() + 60L * 1000 * 1000 * 1000
     while (described(byPath).filesNotCovered > 0 && System.nanoTime() < deadline) {

@@ -237,7 +237,7 @@ class IcebergWritesAndJoinsSuite extends AnyFunSuite with IcebergSpark {
     assert(lookup(t, "u-2300", 1) <= 2)
   }
 
-  test("Iceberg's streaming sink: each micro-batch's files are indexed after it commits") {
+  test("Iceberg's streaming sink: each micro-batch's files are indexed before the batch ends") {
     implicit val ctx: SQLContext = spark.sqlContext
     import spark.implicits._
     val t = "ice.db.streamed"
@@ -246,13 +246,15 @@ class IcebergWritesAndJoinsSuite extends AnyFunSuite with IcebergSpark {
     val checkpoint = NioFiles.createTempDirectory("ice-stream").toString
     val query = input.toDF().selectExpr("value as id", "concat('u-', cast(value as string)) as k", "value % 7 as v")
       .writeStream.format("iceberg").outputMode("append").option("checkpointLocation", checkpoint).toTable(t)
-    try {
-      for (batch <- 1 to 4) {
+    // each batch waits, right after its commit, for its refresh
+    val uncovered = try {
+      for (batch <- 1 to 4) yield {
         input.addData((batch * 1000L) until (batch * 1000L + 100))
         query.processAllAvailable()
+        described(t).filesNotCovered
       }
     } finally query.stop()
-    // each batch's refresh is queued as it commits: wait for them (a failed wait fails below, never passes)
+    assert(uncovered.forall(_ == 0), uncovered)
     assert(BackgroundMaintenance.await(spark, 60000), "the queued refreshes ran")
     val d = described(t)
     assert(d.filesNotCovered == 0 && d.filesInTable == d.filesCovered && d.filesInTable >= 6, d)

@@ -85,6 +85,15 @@ object BloomConf {
    */
   val RefreshOnRead = "spark.sparkbloom.maintainOnWrite.refreshOnRead"
   def refreshOnRead(s: SparkSession): Boolean = s.conf.get(RefreshOnRead, "true").toBoolean
+  /**
+   * A streaming query into a table with maintained indexes (the file sink, Delta's sink, Iceberg's) waits, before it
+   * plans a micro-batch (Iceberg: right after a batch commits), for the refresh that covers the batch before it, up to
+   * this long (a duration, `120s` by default; `0`: never waits, the refreshes run beside the stream). So a lookup
+   * reads at most one batch the index does not cover yet, however far the refreshes fall behind the batches.
+   */
+  val StreamingWaitTimeout = "spark.sparkbloom.maintainOnWrite.streamingWaitTimeout"
+  def streamingWaitTimeoutMs(s: SparkSession): Long =
+    org.apache.spark.network.util.JavaUtils.timeStringAsMs(s.conf.get(StreamingWaitTimeout, "120s"))
   val VacuumRetentionCheck = "spark.sparkbloom.vacuum.retentionDurationCheck.enabled"
   def vacuumRetentionCheck(s: SparkSession): Boolean = s.conf.get(VacuumRetentionCheck, "true").toBoolean
   val OptimizeAfterSegments = "spark.sparkbloom.maintainOnWrite.optimizeAfterSegments"

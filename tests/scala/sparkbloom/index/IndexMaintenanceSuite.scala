@@ -330,4 +330,51 @@ class IndexMaintenanceSuite extends SparkSessionSuite {
     val o = compare(spark.read.parquet(dir).where(col("s") === "k2010"))
     assert(o.on == o.off && o.on.size == 1 && o.skipped >= 3, o.skipping)
   }
+
+  test("a streaming query waits before each micro-batch for the refresh of the batch before: at most one uncovered") {
+    implicit val ctx: org.apache.spark.sql.SQLContext = spark.sqlContext
+    import spark.implicits._
+    def uncovered(dir: String): Int = describe(dir)("Files Not Covered").toInt
+    /** A file-sink stream into an indexed table, one file per batch: the uncovered files after each of 4 batches. */
+    def stream(name: String, waitTimeout: String): (String, Seq[Int]) = {
+      val dir = tempDir(name) + "/t"
+      val input = org.apache.spark.sql.execution.streaming.MemoryStream[Long]
+      val frame = input.toDF().select(col("value").as("id"), concat(lit("k"), col("value")).as("s")).coalesce(1)
+      input.addData(0L until 50L)
+      spark.conf.set(BloomConf.StreamingWaitTimeout, waitTimeout) // the stream's session is a copy of its settings
+      val query = frame.writeStream.format("parquet").option("checkpointLocation", dir + "_checkpoint").start(dir)
+      try {
+        query.processAllAvailable()
+        spark.sql(s"CREATE BLOOM INDEX ix ON ${table(dir)} (id, s)")
+        val after = for (batch <- 1 to 4) yield {
+          input.addData((batch * 1000L) until (batch * 1000L + 50))
+          query.processAllAvailable()
+          uncovered(dir)
+        }
+        (dir, after)
+      } finally query.stop()
+    }
+    val blocked = new java.util.concurrent.CountDownLatch(1)
+    try {
+      // not waiting, the refreshes held back: every batch stays uncovered
+      BackgroundMaintenance.beforeRefresh = () => blocked.await()
+      val (free, freeAfter) = stream("sink-not-waiting", "0")
+      assert(freeAfter.last >= 3, freeAfter)
+      blocked.countDown()
+      assert(BackgroundMaintenance.await(spark, 60000))
+      // waiting (the default), refreshes slower than the batches: the batch before is covered when one commits
+      BackgroundMaintenance.beforeRefresh = () => Thread.sleep(700)
+      val (waited, waitedAfter) = stream("sink-waiting", "120s")
+      assert(waitedAfter.drop(1).forall(_ <= 1), waitedAfter)
+      assert(BackgroundMaintenance.await(spark, 60000))
+      for (dir <- Seq(free, waited)) {
+        assert(uncovered(dir) == 0, describe(dir))
+        lookups(dir, Seq(2010L, 4049L, 10L))
+      }
+    } finally {
+      blocked.countDown()
+      BackgroundMaintenance.beforeRefresh = () => ()
+      spark.conf.unset(BloomConf.StreamingWaitTimeout)
+    }
+  }
 }

@@ -40,7 +40,7 @@ import sparkbloom.shims.DelegatingWriteCommand
  *
  * An index update that fails is logged and leaves the index as it was, its new files merely uncovered (read by every
  * lookup until the next write or `REFRESH BLOOM INDEX`): a failure to index never fails the user's write. On with
- * `spark.sparkbloom.maintainOnWrite.enabled=true` (off by default for now, see docs/maintenance-on-write.md). An
+ * `spark.sparkbloom.maintainOnWrite.enabled` (on by default, see docs/maintenance-on-write.md). An
  * overwrite that deletes the table's directory, its indexes with it, gets them made again, with the same columns and
  * options, over the files it wrote.
  */
@@ -100,6 +100,7 @@ object MaintainOnWrite extends Logging {
   final class WrapRule(session: SparkSession) extends ColumnarRule {
     override def preColumnarTransitions: Rule[SparkPlan] = (plan: SparkPlan) => {
       BackgroundMaintenance.register(session)
+      BackgroundMaintenance.beforeStreamingPlan(session)
       plan match {
         case w @ DataWritingCommandExec(cmd: InsertIntoHadoopFsRelationCommand, _) if applies(session, cmd) =>
           indexedByTasks(session, cmd) match {
@@ -478,9 +479,10 @@ object MaintainOnWrite extends Logging {
  * Maintenance in the background, for writes whose end no command of this session marks:
  *  - Structured Streaming sinks that commit without a command Spark plans (the file sink, Delta's sink): after each
  *    micro-batch, its progress event names the sink, and the sink's table, when it has maintained indexes, gets the
- *    incremental refresh of a write ([[MaintainOnWrite.afterTableWrite]]). The batch itself never waits: its files
- *    are read by every lookup until the refresh that follows it commits (writes through `foreachBatch` are Spark or
- *    table-format writes, maintained before they return).
+ *    incremental refresh of a write ([[MaintainOnWrite.afterTableWrite]]). The next batch waits for that refresh
+ *    before it is planned ([[beforeStreamingPlan]]; Iceberg's batch right after its commit), so a lookup reads at most
+ *    one batch the index does not cover (writes through `foreachBatch` are Spark or table-format writes, maintained
+ *    before they return).
  *  - Catch-up after a read: a lookup that read files a maintained index does not cover (written by another engine,
  *    by a session with maintenance off, or by a write sparkbloom is not told of, such as Iceberg's
  *    `rewrite_data_files` procedure or Delta's REPLACE TABLE) queues the same refresh of its table
@@ -535,7 +537,13 @@ object BackgroundMaintenance extends Logging {
             logInfo(s"sparkbloom: refreshing the bloom indexes of ${c.table.display} (${c.what})")
             MaintainOnWrite.afterTableWrite(session, Seq(w))
           }
-          else listenerOf(session).foreach(_.queue(c.table.display, written(), c.what, afterLookup = false, session))
+          else listenerOf(session).foreach { l =>
+            val refreshed = l.queue(c.table.display, written(), c.what, afterLookup = false, session)
+            if (c.streaming) streamingBatch(session).foreach { case (query, batch) =>
+              l.whenRefreshed(refreshed, query, batch)
+              waitFor(session, c.table.display, refreshed, s"streaming batch $batch of query $query")
+            }
+          }
         }
       }
     } catch {
@@ -587,6 +595,79 @@ object BackgroundMaintenance extends Logging {
     }
   }
 
+  /** Test hook: runs on the background thread before each refresh of a table with maintained indexes. */
+  @volatile private[sparkbloom] var beforeRefresh: () => Unit = () => ()
+
+  /** Spark's local properties on a streaming query's thread: the query's id, the micro-batch it runs. */
+  private val QueryIdKey = "sql.streaming.queryId"
+  private val BatchIdKey = "streaming.sql.batchId"
+
+  /** The streaming query and micro-batch this thread runs, if it is a query's thread. */
+  private def streamingBatch(session: SparkSession): Option[(String, Long)] = {
+    val sc = session.sparkContext
+    for {
+      query <- Option(sc.getLocalProperty(QueryIdKey))
+      batch <- Option(sc.getLocalProperty(BatchIdKey)).flatMap(b => scala.util.Try(b.toLong).toOption)
+    } yield (query, batch)
+  }
+
+  /** This module's own threads: they never wait for a refresh (it may be queued behind the task they run). */
+  private def onMaintenanceThread: Boolean = Thread.currentThread().getName.startsWith("sparkbloom-background-")
+
+  /** Per streaming query (its id): the table its sink writes (learnt from its progress events). */
+  private val sinkTables = new java.util.concurrent.ConcurrentHashMap[String, TableFormat.Written]()
+  /** Per streaming query: the newest batch whose files a refresh has covered. */
+  private val coveredThrough = new java.util.concurrent.ConcurrentHashMap[String, java.lang.Long]()
+  /** Per streaming query: the batch last seen planned (a batch plans several queries; it waits at the first). */
+  private val planning = new java.util.concurrent.ConcurrentHashMap[String, java.lang.Long]()
+  /** Per table (its key): whether its last refresh found maintained indexes on it. */
+  private val indexed = new java.util.concurrent.ConcurrentHashMap[String, java.lang.Boolean]()
+
+  private def covered(query: String, batch: Long): Unit =
+    coveredThrough.merge(query, batch, (a: java.lang.Long, b: java.lang.Long) => math.max(a, b))
+
+  private def forget(query: String): Unit = {
+    sinkTables.remove(query); coveredThrough.remove(query); planning.remove(query)
+  }
+
+  /**
+   * The sink waits for the refresh, so a lookup reads at most one micro-batch the index does not cover. Called as
+   * `session` plans anything (the write rule): on a streaming query's thread, the first plan of batch N of a query
+   * whose sink writes a table with maintained indexes (the file sink, Delta's sink; learnt from the query's progress)
+   * waits until a refresh that started after batch N-1 committed has run, unless one already has (the refresh its
+   * progress event queued). Up to [[BloomConf.streamingWaitTimeoutMs]]; never throws (the stream's interrupt, when it
+   * is being stopped, is passed on).
+   */
+  def beforeStreamingPlan(session: SparkSession): Unit =
+    if (!onMaintenanceThread) streamingBatch(session).foreach { case (query, batch) =>
+      val seen = planning.put(query, batch)
+      val w = sinkTables.get(query)
+      if (batch > 0 && (seen == null || seen.longValue != batch) && w != null &&
+        indexed.getOrDefault(w.root.toString, false) && Option(coveredThrough.get(query)).forall(_ < batch - 1))
+        listenerOf(session).foreach { l =>
+          val refreshed = l.queue(w, s"before streaming batch $batch", afterLookup = false, session)
+          l.whenRefreshed(refreshed, query, batch - 1)
+          waitFor(session, w.root.toString, refreshed, s"streaming batch $batch of query $query")
+        }
+    }
+
+  /**
+   * Waits (up to the streaming timeout) for `refreshed`, the refresh queued as `table` (a table not known to have
+   * maintained indexes is waited for once: its refresh is a look at its index directory). Never throws.
+   */
+  private def waitFor(session: SparkSession, table: String,
+                      refreshed: java.util.concurrent.CompletableFuture[java.lang.Boolean], what: String): Unit =
+    try {
+      val timeout = BloomConf.streamingWaitTimeoutMs(session)
+      if (timeout > 0 && !onMaintenanceThread && indexed.getOrDefault(table, true))
+        refreshed.get(timeout, java.util.concurrent.TimeUnit.MILLISECONDS)
+    } catch {
+      case _: InterruptedException => Thread.currentThread().interrupt()
+      case _: java.util.concurrent.TimeoutException =>
+        logWarning(s"sparkbloom: $what did not wait longer for the refresh of the bloom indexes of $table")
+      case NonFatal(e) => logWarning(s"sparkbloom: $what did not wait for the bloom indexes of $table", e)
+    }
+
   private def listenerOf(session: SparkSession): Option[Listener] =
     Option(registered.synchronized(registered.get(session.sparkContext)))
 
@@ -601,7 +682,6 @@ object BackgroundMaintenance extends Logging {
     }
 
   final class Listener(session: SparkSession) extends SparkListener {
-    private val pending = java.util.concurrent.ConcurrentHashMap.newKeySet[String]()
     private val failedAt = new java.util.concurrent.ConcurrentHashMap[String, java.lang.Long]()
     private val executor = java.util.concurrent.Executors.newSingleThreadExecutor { (r: Runnable) =>
       val t = new Thread(r, "sparkbloom-background-maintenance")
@@ -613,21 +693,38 @@ object BackgroundMaintenance extends Logging {
       case e: StreamingQueryListener.QueryProgressEvent if e.progress.sink != null =>
         try {
           if (BloomConf.maintainOnWrite(session)) {
+            val query = e.progress.id.toString
             val written = TableFormats.all.iterator.flatMap(_.writtenBySink(session, e.progress.sink.description))
-            written.take(1).foreach(queue(_, "after a streaming batch", afterLookup = false))
+            written.take(1).foreach { w =>
+              sinkTables.put(query, w)
+              // the batch's refresh, unless the next batch waited for one that covers it already
+              if (Option(coveredThrough.get(query)).forall(_ < e.progress.batchId))
+                whenRefreshed(queue(w, "after a streaming batch", afterLookup = false), query, e.progress.batchId)
+            }
           }
         } catch {
           case NonFatal(t) => logWarning("sparkbloom: a streaming batch's sink could not be told", t)
         }
+      case e: StreamingQueryListener.QueryTerminatedEvent => forget(e.id.toString)
       case _ =>
     }
 
+    /** Once `refreshed` has run without error, batch `batch` of streaming query `query` is covered. */
+    def whenRefreshed(refreshed: java.util.concurrent.CompletableFuture[java.lang.Boolean], query: String,
+                      batch: Long): Unit =
+      refreshed.thenAccept((ok: java.lang.Boolean) => if (ok) covered(query, batch))
+
     /**
      * Queues the refresh of `w`'s maintained indexes, unless one is waiting or, for a catch-up `afterLookup`, one
-     * failed within [[RetryAfterMs]] (every streaming batch is followed by a refresh, as before).
+     * failed within [[RetryAfterMs]] (every streaming batch is followed by a refresh, as before). The future completes
+     * when a refresh that started after this call has run: true when it ran without error.
      */
-    def queue(w: TableFormat.Written, why: String, afterLookup: Boolean, in: SparkSession = session): Unit =
+    def queue(w: TableFormat.Written, why: String, afterLookup: Boolean,
+              in: SparkSession = session): java.util.concurrent.CompletableFuture[java.lang.Boolean] =
       queue(w.root.toString, Some(w), why, afterLookup, in)
+
+    private val pending = new java.util.concurrent.ConcurrentHashMap[String,
+      java.util.concurrent.CompletableFuture[java.lang.Boolean]]()
 
     /**
      * The same, `written` resolved on the background thread (None: nothing to refresh). The refresh runs with the
@@ -635,23 +732,39 @@ object BackgroundMaintenance extends Logging {
      * registered this listener).
      */
     def queue(key: String, written: => Option[TableFormat.Written], why: String, afterLookup: Boolean,
-              in: SparkSession): Unit = {
+              in: SparkSession): java.util.concurrent.CompletableFuture[java.lang.Boolean] = {
       val failed = afterLookup && Option(failedAt.get(key)).exists(t => System.currentTimeMillis() - t < RetryAfterMs)
-      if (!failed && pending.add(key)) executor.execute { () =>
-        pending.remove(key)
+      if (failed) return java.util.concurrent.CompletableFuture.completedFuture(false)
+      val mine = new java.util.concurrent.CompletableFuture[java.lang.Boolean]()
+      val queued = pending.putIfAbsent(key, mine)
+      if (queued != null) return queued
+      executor.execute { () =>
+        pending.remove(key, mine)
+        var ok = false
         try {
+          // a pool thread started from a streaming query's thread inherits its local properties: not its query's
+          val sc = in.sparkContext
+          sc.setLocalProperty(QueryIdKey, null)
+          sc.setLocalProperty(BatchIdKey, null)
+          sc.clearJobGroup()
           SparkSession.setActiveSession(in)
-          written.foreach { w =>
-            logInfo(s"sparkbloom: refreshing the bloom indexes of ${w.table.display} ($why)")
-            if (!MaintainOnWrite.afterTableWrite(in, Seq(w), fromLog = !afterLookup))
-              failedAt.put(key, System.currentTimeMillis())
+          val resolved = written
+          resolved match {
+            case None => indexed.put(key, false); ok = true
+            case Some(w) =>
+              indexed.put(key, MaintainOnWrite.indexNames(in, w.root).nonEmpty)
+              logInfo(s"sparkbloom: refreshing the bloom indexes of ${w.table.display} ($why)")
+              beforeRefresh()
+              if (MaintainOnWrite.afterTableWrite(in, Seq(w), fromLog = !afterLookup)) ok = true
+              else failedAt.put(key, System.currentTimeMillis())
           }
         } catch {
           case NonFatal(t) =>
             failedAt.put(key, System.currentTimeMillis())
             logWarning(s"sparkbloom: bloom indexes of $key not refreshed ($why)", t)
-        }
+        } finally mine.complete(ok)
       }
+      mine
     }
 
     def await(timeoutMs: Long): Boolean = drained(executor, timeoutMs)

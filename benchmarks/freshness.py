@@ -70,7 +70,8 @@ def run_sink(spark: SparkSession, sink: str, base: str, args) -> dict:
     stream = (spark.readStream.schema("id BIGINT, k STRING, v BIGINT").option("maxFilesPerTrigger", 1).json(inputs)
               .coalesce(1).writeStream.format(sink).option("checkpointLocation", checkpoint).start(path))
     stream.processAllAvailable()
-    spark.sql(f"CREATE BLOOM INDEX ix ON {sink}.`{path}` (k)")
+    budget = f" OPTIONS (false_reads_per_key = {args.false_reads_per_key})" if args.false_reads_per_key else ""
+    spark.sql(f"CREATE BLOOM INDEX ix ON {sink}.`{path}` (k){budget}")
 
     done = threading.Event()
     written = [1]  # batches committed so far (the lookup thread reads keys of earlier ones only)
@@ -93,8 +94,9 @@ def run_sink(spark: SparkSession, sink: str, base: str, args) -> dict:
             skip = sparkbloom.skipping(df)
             kept = sum(s.files_kept for s in skip) if skip else None
             total = sum(s.files_total for s in skip) if skip else None
+            uncovered = sum(s.files_not_covered for s in skip) if skip else None
             samples.append({"batch": committed, "seconds": elapsed, "files_read": kept, "files_total": total,
-                            "rows": len(rows)})
+                            "files_uncovered": uncovered, "rows": len(rows)})
             n += 1
             if n % args.check_every == 0:
                 spark.conf.set("spark.sparkbloom.enabled", "false")  # shared session: the lookup thread's only use
@@ -148,10 +150,18 @@ def run_sink(spark: SparkSession, sink: str, base: str, args) -> dict:
         "files_read_p50": statistics.median(reads) if reads else None,
         "files_read_p99": sorted(reads)[int(len(reads) * 0.99)] if reads else None,
         "lookups_over_2_files": sum(r > 2 for r in reads),
+        # why a lookup read more than the file holding its key: files the index did not cover yet (freshness), or
+        # covered files the index kept without the key (its false positives, within the false-read budget)
+        "files_uncovered_max": max(s["files_uncovered"] for s in measured) if measured else None,
+        "lookups_over_1_uncovered": sum(s["files_uncovered"] > 1 for s in measured),
+        "lookups_over_2_files_by_false_positives": sum(
+            s["files_read"] > 2 and s["files_read"] - s["files_uncovered"] > 1 for s in measured),
+        "index_false_positives": sum(max(0, s["files_read"] - s["files_uncovered"] - (1 if s["rows"] else 0))
+                                     for s in measured),
         "p50_s": statistics.median(s["seconds"] for s in samples) if samples else None,
         "deciles": deciles, "mismatches": mismatches,
-        "after": {k: d[k] for k in ("files_in_table", "files_covered", "files_not_covered", "segment_files",
-                                    "version")},
+        "after": {k: d.get(k) for k in ("files_in_table", "files_covered", "files_not_covered", "segment_files",
+                                        "version", "expected_false_reads_per_key")},
     }
 
 
@@ -160,6 +170,9 @@ def main() -> int:
     p.add_argument("--batches", type=int, default=500)
     p.add_argument("--rows", type=int, default=200, help="rows per micro-batch (one file each)")
     p.add_argument("--sinks", default="delta,parquet")
+    p.add_argument("--false-reads-per-key", type=float,
+                   help="the index's false-read budget (default: the index's default, 0.1): a lookup also reads the "
+                        "covered files the index keeps without its key, about this many on average")
     p.add_argument("--check-every", type=int, default=10, help="compare with sparkbloom off every Nth lookup")
     p.add_argument("--jars", default=",".join(sorted(glob.glob(os.path.join(
         ROOT, "target", "lakehouse", f"spark-{sparkbloom.session.line_for(*sparkbloom.session.spark_version())}",

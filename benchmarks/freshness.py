@@ -141,7 +141,8 @@ def run_sink(spark: SparkSession, sink: str, base: str, args) -> dict:
                 deciles.append({"decile": i, "lookups": len(part),
                                 "p50_s": statistics.median(s["seconds"] for s in part),
                                 "files_total_median": statistics.median(s["files_total"] for s in part),
-                                "files_read_max": max(s["files_read"] for s in part)})
+                                "files_read_max": max(s["files_read"] for s in part),
+                                "files_uncovered_max": max(s["files_uncovered"] for s in part)})
     reads = [s["files_read"] for s in measured]
     return {
         "sink": sink, "batches": args.batches, "rows_per_batch": args.rows, "run_s": run_s,
@@ -160,8 +161,9 @@ def run_sink(spark: SparkSession, sink: str, base: str, args) -> dict:
                                      for s in measured),
         "p50_s": statistics.median(s["seconds"] for s in samples) if samples else None,
         "deciles": deciles, "mismatches": mismatches,
-        "after": {k: d.get(k) for k in ("files_in_table", "files_covered", "files_not_covered", "segment_files",
-                                        "version", "expected_false_reads_per_key")},
+        "after": {**{k: d.get(k) for k in ("files_in_table", "files_covered", "files_not_covered", "segment_files",
+                                           "version", "false_reads_per_key")},
+                  "expected_false_reads_per_key": [c["expected_false_reads_per_key"] for c in d["column_stats"]]},
     }
 
 

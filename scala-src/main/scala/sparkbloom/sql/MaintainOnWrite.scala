@@ -639,23 +639,24 @@ object BackgroundMaintenance extends Logging {
    * is being stopped, is passed on).
    */
   def beforeStreamingPlan(session: SparkSession): Unit =
-    try if (!onMaintenanceThread) streamingBatch(session).foreach { case (query, batch) =>
-        val seen = planning.put(query, batch)
-        val w = sinkTables.get(query)
-        // whether the table has maintained indexes: known from its last refresh, else looked up (an index created
-        // since; for a table without one, a look at its index directory each batch)
-        def hasIndexes: Boolean = indexed.getOrDefault(w.root.toString, false) || {
-          val has = MaintainOnWrite.indexNames(session, w.root).nonEmpty
-          indexed.put(w.root.toString, has)
-          has
-        }
-        if (batch > 0 && (seen == null || seen.longValue != batch) && w != null &&
-          Option(coveredThrough.get(query)).forall(_ < batch - 1) && hasIndexes)
-          listenerOf(session).foreach { l =>
-            val refreshed = l.queue(w, s"before streaming batch $batch", afterLookup = false, session)
-            l.whenRefreshed(refreshed, query, batch - 1)
-            waitFor(session, w.root.toString, refreshed, s"streaming batch $batch of query $query")
+    try if (!onMaintenanceThread && BloomConf.maintainOnWrite(session)) streamingBatch(session).foreach {
+        case (query, batch) =>
+          val seen = planning.put(query, batch)
+          val w = sinkTables.get(query)
+          // whether the table has maintained indexes: known from its last refresh, else looked up (an index created
+          // since; for a table without one, a look at its index directory each batch)
+          def hasIndexes: Boolean = indexed.getOrDefault(w.root.toString, false) || {
+            val has = MaintainOnWrite.indexNames(session, w.root).nonEmpty
+            indexed.put(w.root.toString, has)
+            has
           }
+          if (batch > 0 && (seen == null || seen.longValue != batch) && w != null &&
+            Option(coveredThrough.get(query)).forall(_ < batch - 1) && hasIndexes)
+            listenerOf(session).foreach { l =>
+              val refreshed = l.queue(w, s"before streaming batch $batch", afterLookup = false, session)
+              l.whenRefreshed(refreshed, query, batch - 1)
+              waitFor(session, w.root.toString, refreshed, s"streaming batch $batch of query $query")
+            }
       }
     catch {
       case NonFatal(e) => logWarning("sparkbloom: a streaming batch did not wait for its table's bloom indexes", e)

@@ -72,6 +72,21 @@ class DeltaWritesAndJoinsSuite extends AnyFunSuite with DeltaSpark {
     withIndexEnabled(on = false)(sql(merge("m_off")))
     assert(rows("m_on") == rows("m_off"))
     assert(lookups >= 1 && skipped >= Files - 8, s"lookups $lookups, skipped $skipped")
+    // Delta's own account of the MERGE: the source read once, the same rows updated and inserted as without the index
+    val metrics = Seq("numSourceRows", "numTargetRowsUpdated", "numTargetRowsInserted", "numOutputRows")
+    def merged(t: String): Map[String, String] =
+      sql(s"DESCRIBE HISTORY $t LIMIT 1").head().getAs[scala.collection.Map[String, String]]("operationMetrics")
+        .filter { case (k, _) => metrics.contains(k) }.toMap
+    assert(merged("m_on") == merged("m_off") && merged("m_on")("numSourceRows") == "10", merged("m_on"))
+    // the same with a shuffle join (no broadcast for the run-time keys to reuse)
+    spark.range(20, 30).selectExpr("concat('u-', cast(id * 71 % 3000 + if(id >= 25, 5000, 0) as string)) as key",
+      "id as nv").createOrReplaceTempView("src")
+    withSQLConf("spark.sql.autoBroadcastJoinThreshold" -> "-1") {
+      sql(merge("m_on"))
+      withIndexEnabled(on = false)(sql(merge("m_off")))
+    }
+    assert(rows("m_on") == rows("m_off"))
+    assert(merged("m_on") == merged("m_off") && merged("m_on")("numSourceRows") == "10", merged("m_on"))
   }
 
   test(

@@ -653,8 +653,13 @@ object BackgroundMaintenance extends Logging {
           if (batch > 0 && (seen == null || seen.longValue != batch) && w != null &&
             Option(coveredThrough.get(query)).forall(_ < batch - 1) && hasIndexes)
             listenerOf(session).foreach { l =>
-              val refreshed = l.queue(w, s"before streaming batch $batch", afterLookup = false, session)
-              l.whenRefreshed(refreshed, query, batch - 1)
+              // the refresh batch N-1's progress event queued covers it (queued after its commit): wait for that one
+              val queued = Option(l.afterBatch.get(query)).filter(_._1 >= batch - 1).map(_._2)
+              val refreshed = queued.getOrElse {
+                val r = l.queue(w, s"before streaming batch $batch", afterLookup = false, session)
+                l.whenRefreshed(r, query, batch - 1)
+                r
+              }
               waitFor(session, w.root.toString, refreshed, s"streaming batch $batch of query $query")
             }
       }
@@ -709,16 +714,29 @@ object BackgroundMaintenance extends Logging {
             written.take(1).foreach { w =>
               sinkTables.put(query, w)
               // the batch's refresh, unless the next batch waited for one that covers it already
-              if (Option(coveredThrough.get(query)).forall(_ < e.progress.batchId))
-                whenRefreshed(queue(w, "after a streaming batch", afterLookup = false), query, e.progress.batchId)
+              // an idle trigger's progress names the batch to come, not one that ran: it covers nothing yet
+              val ran = Option(e.progress.durationMs).exists(_.containsKey("addBatch"))
+              if (Option(coveredThrough.get(query)).forall(_ < e.progress.batchId)) {
+                val refreshed = queue(w, "after a streaming batch", afterLookup = false)
+                if (ran) {
+                  afterBatch.put(query, (e.progress.batchId, refreshed))
+                  whenRefreshed(refreshed, query, e.progress.batchId)
+                }
+              }
             }
           }
         } catch {
           case NonFatal(t) => logWarning("sparkbloom: a streaming batch's sink could not be told", t)
         }
-      case e: StreamingQueryListener.QueryTerminatedEvent => forget(e.id.toString)
+      case e: StreamingQueryListener.QueryTerminatedEvent =>
+        forget(e.id.toString)
+        afterBatch.remove(e.id.toString)
       case _ =>
     }
+
+    /** Per streaming query: the refresh its newest progress event queued, and that event's batch. */
+    val afterBatch = new java.util.concurrent.ConcurrentHashMap[String,
+      (Long, java.util.concurrent.CompletableFuture[java.lang.Boolean])]()
 
     /** Once `refreshed` has run without error, batch `batch` of streaming query `query` is covered. */
     def whenRefreshed(refreshed: java.util.concurrent.CompletableFuture[java.lang.Boolean], query: String,

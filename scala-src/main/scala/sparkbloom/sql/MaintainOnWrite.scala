@@ -620,6 +620,9 @@ object BackgroundMaintenance extends Logging {
   private val coveredThrough = new java.util.concurrent.ConcurrentHashMap[String, java.lang.Long]()
   /** Per streaming query: the batch last seen planned (a batch plans several queries; it waits at the first). */
   private val planning = new java.util.concurrent.ConcurrentHashMap[String, java.lang.Long]()
+  /** Per streaming query: the refresh its newest progress event queued, and that event's batch. */
+  private val afterBatch = new java.util.concurrent.ConcurrentHashMap[String,
+    (Long, java.util.concurrent.CompletableFuture[java.lang.Boolean])]()
   /** Per table (its key): whether its last refresh found maintained indexes on it. */
   private val indexed = new java.util.concurrent.ConcurrentHashMap[String, java.lang.Boolean]()
 
@@ -627,7 +630,7 @@ object BackgroundMaintenance extends Logging {
     coveredThrough.merge(query, batch, (a: java.lang.Long, b: java.lang.Long) => math.max(a, b))
 
   private def forget(query: String): Unit = {
-    sinkTables.remove(query); coveredThrough.remove(query); planning.remove(query)
+    sinkTables.remove(query); coveredThrough.remove(query); planning.remove(query); afterBatch.remove(query)
   }
 
   /**
@@ -654,7 +657,7 @@ object BackgroundMaintenance extends Logging {
             Option(coveredThrough.get(query)).forall(_ < batch - 1) && hasIndexes)
             listenerOf(session).foreach { l =>
               // the refresh batch N-1's progress event queued covers it (queued after its commit): wait for that one
-              val queued = Option(l.afterBatch.get(query)).filter(_._1 >= batch - 1).map(_._2)
+              val queued = Option(afterBatch.get(query)).filter(_._1 >= batch - 1).map(_._2)
               val refreshed = queued.getOrElse {
                 val r = l.queue(w, s"before streaming batch $batch", afterLookup = false, session)
                 l.whenRefreshed(r, query, batch - 1)
@@ -728,15 +731,9 @@ object BackgroundMaintenance extends Logging {
         } catch {
           case NonFatal(t) => logWarning("sparkbloom: a streaming batch's sink could not be told", t)
         }
-      case e: StreamingQueryListener.QueryTerminatedEvent =>
-        forget(e.id.toString)
-        afterBatch.remove(e.id.toString)
+      case e: StreamingQueryListener.QueryTerminatedEvent => forget(e.id.toString)
       case _ =>
     }
-
-    /** Per streaming query: the refresh its newest progress event queued, and that event's batch. */
-    val afterBatch = new java.util.concurrent.ConcurrentHashMap[String,
-      (Long, java.util.concurrent.CompletableFuture[java.lang.Boolean])]()
 
     /** Once `refreshed` has run without error, batch `batch` of streaming query `query` is covered. */
     def whenRefreshed(refreshed: java.util.concurrent.CompletableFuture[java.lang.Boolean], query: String,

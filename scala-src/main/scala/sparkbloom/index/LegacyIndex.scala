@@ -46,7 +46,7 @@ private[index] object LegacyIndex {
         e != null && e.rebase, cf.hasNull, cf.nonNull, cf.ndv, cf.source, fpp, segment, slot)
     }
     val memory = groups.map { case ((col, blocks), filters) =>
-      s"memory:$col:$blocks" -> sliced.SegmentWriter.blockMajor(filters.toSeq, blocks)
+      s"memory:$col:$blocks" -> sliced.SegmentWriter.blockMajor(filters.toIndexedSeq, blocks)
     }.toMap
     val segments = groups.map { case ((col, blocks), filters) =>
       Segment(s"memory:$col:$blocks", col, blocks, filters.size)

@@ -97,7 +97,7 @@ object Footers {
 
   /**
    * The footer of the file at `path`, whose length was listed as `length`, read with the bytes before it in one
-   * positioned read of the file's last [[TailBytes]], and a stream over the file that serves reads inside those
+   * read of the file's last [[TailBytes]], and a stream over the file that serves reads inside those
    * bytes from memory. The file is opened once and no file status is asked for. parquet-java writes the bloom
    * filters right before the footer, so a harvest of a small file reads nothing more.
    *
@@ -114,14 +114,14 @@ object Footers {
       val n = math.min(length, TailBytes.toLong).toInt
       val start = length - n
       val tail = new Array[Byte](n)
-      in.readFully(start, tail)
+      TailStream.readAt(in, start, tail, 0, n)
       val footerLength = java.nio.ByteBuffer.wrap(tail, n - 8, 4).order(java.nio.ByteOrder.LITTLE_ENDIAN).getInt
       val footerStart = length - 8 - footerLength
       if (!java.util.Arrays.equals(tail, n - 4, n, Magic, 0, 4) || footerLength <= 0 || footerStart < 4) None
       else {
         val footerBytes =
           if (footerStart >= start) java.util.Arrays.copyOfRange(tail, (footerStart - start).toInt, n - 8)
-          else { val b = new Array[Byte](footerLength); in.readFully(footerStart, b); b }
+          else { val b = new Array[Byte](footerLength); TailStream.readAt(in, footerStart, b, 0, footerLength); b }
         val thrift = org.apache.parquet.format.Util.readFileMetaData(new java.io.ByteArrayInputStream(footerBytes))
         val encrypted = thrift.isSetEncryption_algorithm || thrift.getRow_groups.asScala.exists(
           _.getColumns.asScala.exists(c => c.isSetCrypto_metadata || c.isSetEncrypted_column_metadata))

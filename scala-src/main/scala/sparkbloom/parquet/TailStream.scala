@@ -7,7 +7,7 @@ import org.apache.parquet.io.SeekableInputStream
 
 /**
  * A stream over a Parquet file whose last bytes (`tail`, starting at file offset `tailStart`) were read at once:
- * reads that fall inside them are served from memory, the others are positioned reads of the file. A harvest
+ * reads that fall inside them are served from memory, the others seek the file and read it. A harvest
  * reads its filters through it: parquet-java writes them right before the footer, so a small file's filters
  * come with the read that fetched the footer.
  */
@@ -16,13 +16,13 @@ final class TailStream(in: FSDataInputStream, private var tailStart: Long, priva
   private var pos = 0L
 
   /**
-   * Extends the bytes held in memory back to file offset `from` with one positioned read, when that adds at most
+   * Extends the bytes held in memory back to file offset `from` with one read, when that adds at most
    * `maxBytes` (a harvest calls it with its first filter's offset: one read then serves every filter).
    */
   def prefetchFrom(from: Long, maxBytes: Int): Unit =
     if (from >= 0 && from < tailStart && tailStart - from <= maxBytes) {
       val more = new Array[Byte]((tailStart - from).toInt + tail.length)
-      in.readFully(from, more, 0, (tailStart - from).toInt)
+      TailStream.readAt(in, from, more, 0, (tailStart - from).toInt)
       System.arraycopy(tail, 0, more, (tailStart - from).toInt, tail.length)
       tail = more; tailStart = from
     }
@@ -36,14 +36,14 @@ final class TailStream(in: FSDataInputStream, private var tailStart: Long, priva
 
   override def readFully(bytes: Array[Byte], start: Int, len: Int): Unit = {
     if (inTail(len)) System.arraycopy(tail, (pos - tailStart).toInt, bytes, start, len)
-    else in.readFully(pos, bytes, start, len)
+    else TailStream.readAt(in, pos, bytes, start, len)
     pos += len
   }
 
   override def read(bytes: Array[Byte], start: Int, len: Int): Int = {
     if (len == 0) return 0
     val n = if (inTail(len)) { System.arraycopy(tail, (pos - tailStart).toInt, bytes, start, len); len }
-    else in.read(pos, bytes, start, len)
+    else { in.seek(pos); in.read(bytes, start, len) }
     if (n > 0) pos += n
     n
   }
@@ -67,4 +67,16 @@ final class TailStream(in: FSDataInputStream, private var tailStart: Long, priva
   }
 
   override def close(): Unit = in.close()
+}
+
+object TailStream {
+  /**
+   * `len` bytes at file offset `pos`: a seek and a sequential read, not a positioned read. Hadoop's checksummed
+   * local file system (`file:`) answers every positioned read with a new checker that opens the file and its `.crc`
+   * file again; a seek keeps the open stream (still verifying checksums), and object stores seek lazily.
+   */
+  def readAt(in: FSDataInputStream, pos: Long, bytes: Array[Byte], start: Int, len: Int): Unit = {
+    in.seek(pos)
+    in.readFully(bytes, start, len)
+  }
 }

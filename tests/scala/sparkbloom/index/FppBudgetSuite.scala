@@ -42,6 +42,17 @@ class FppBudgetSuite extends SparkSessionSuite {
     kept.sum.toDouble / keys
   }
 
+  /**
+   * Mean number of row groups a key the table holds keeps besides its own, over `keys` of them: the measured false
+   * reads per present key (ids 0 until `rows`, one per row, spread over the files).
+   */
+  private def measuredPresentFalseReads(index: IndexVersion, rows: Long, keys: Int = 2000): Double = {
+    val probe = Probers.sliced(spark, index, new Probers.Counters)
+    val kept = (0 until keys).map(i =>
+      probe.mightMatch(BloomPredicate.In("id", LongType, Seq(i * 7919L % rows))).cardinality() - 1)
+    kept.sum.toDouble / keys
+  }
+
   private def stats(d: IndexDescription, column: String): ColumnStats = d.columnStats.find(_.column == column).get
 
   test("the model: p_i in proportion to the distinct count, summing to the budget, floored by the ceiling") {
@@ -77,14 +88,40 @@ class FppBudgetSuite extends SparkSessionSuite {
     val measured = measuredFalseReads(v, keys = 20000)
     assert(math.abs(measured - id.expectedFalseReadsPerKey) < 0.005,
       s"measured $measured, expected ${id.expectedFalseReadsPerKey}")
+    // A key the table holds passes its own segment's summary, so the other row groups of that segment are probed
+    // without the summary's discount: it reads more in error than an absent key, still within the budget. DESCRIBE
+    // gives both figures, the present-key one as measured over 5,000 present keys. The build's 8 tasks wrote 8
+    // segments per column here; OPTIMIZE then merges them into one, where a present key pays nearly all of Σ p_i.
+    val present = id.expectedFalseReadsPerPresentKey.get
+    val measuredPresent = measuredPresentFalseReads(v, Files_.toLong * RowsPerFile, keys = 5000)
+    assert(math.abs(measuredPresent - present) < 0.004, s"measured $measuredPresent, expected $present")
+    assert(present > id.expectedFalseReadsPerKey && present <= leavesAlone, s"$present, ${id.expectedFalseReadsPerKey}")
+    val merged = BloomIndexes.optimize(spark, TableRef.Path(dir), "ix")
+    val (mergedAbsent, mergedPresent) =
+      (stats(merged, "id").expectedFalseReadsPerKey, stats(merged, "id").expectedFalseReadsPerPresentKey.get)
+    val m = loaded(dir)
+    assert(m.layout.segments.count(_.column == "id") == 1, m.layout.describeLevels)
+    assert(mergedPresent > 5 * mergedAbsent && mergedPresent <= leavesAlone * 1.01, s"$mergedPresent, $mergedAbsent")
+    val measuredMerged = measuredPresentFalseReads(m, Files_.toLong * RowsPerFile, keys = 5000)
+    assert(math.abs(measuredMerged - mergedPresent) < 0.012, s"measured $measuredMerged, expected $mergedPresent")
+    val measuredMergedAbsent = measuredFalseReads(m, keys = 20000)
+    assert(measuredMerged > 3 * measuredMergedAbsent, measuredMerged)
+    info(f"8 segments: present $present%.4f (measured $measuredPresent%.4f), " +
+      f"absent ${id.expectedFalseReadsPerKey}%.4f; " +
+      f"1 segment: present $mergedPresent%.4f (measured $measuredMerged%.4f), absent $mergedAbsent%.4f (measured " +
+      f"$measuredMergedAbsent%.4f)")
     // Lookups agree with the index off; an absent key reads (almost always) nothing.
     val df = spark.read.parquet(dir)
     val hit = compare(df.where(col("id") === 31337L))
     assert(hit.on == hit.off && hit.on.size == 1 && hit.filesRead == 1)
     val in = compare(df.where(col("s").isin((0 until 50).map(i => (i * 997).toString) ++ Seq("x", "y"): _*)))
     assert(in.on == in.off && in.on.size == 50)
-    val rows = CommandOutputAccess.describe(d)
+    val rows = CommandOutputAccess.describe(merged)
     assert(rows("False Reads Per Key") == "0.1")
+    assert(rows("Expected False Reads Per Key") == f"id: $mergedAbsent%.4g; s: " +
+      f"${stats(merged, "s").expectedFalseReadsPerKey}%.4g")
+    assert(rows("Expected False Reads Per Present Key") == f"id: $mergedPresent%.4g; s: " +
+      f"${stats(merged, "s").expectedFalseReadsPerPresentKey.get}%.4g")
     assert(rows("Sizing") == "id: false_reads_per_key=0.1; s: false_reads_per_key=0.1")
   }
 

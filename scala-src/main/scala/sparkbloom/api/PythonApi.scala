@@ -158,6 +158,7 @@ object PythonApi {
         "distinct_values" -> s.distinctValues,
         "bytes_per_value" -> s.bytesPerValue,
         "expected_false_reads_per_key" -> s.expectedFalseReadsPerKey,
+        "expected_false_reads_per_present_key" -> s.expectedFalseReadsPerPresentKey,
         "row_groups_at_ceiling" -> s.rowGroupsAtCeiling)
     },
     "version" -> d.version, "versions_kept" -> d.versions, "segment_files" -> d.segments,

@@ -109,9 +109,12 @@ final case class ColumnStats(
     distinctValues: Long, // over row groups whose distinct count is known (built by scanning)
     bytesOfKnownDistinct: Long, // filter bytes of those row groups
     expectedFalseReadsPerKey: Double, // Σ over row groups of each stored filter's FPP
-    rowGroupsAtCeiling: Long) { // filters holding maxBitsPerValue bits per distinct value or more
+    rowGroupsAtCeiling: Long, // filters holding maxBitsPerValue bits per distinct value or more
+    // The same for a key the table holds (besides its own row group); whole layouts only (ColumnStats.ofLayout)
+    expectedFalseReadsPerPresentKey: Option[Double] = None) {
   def bytesPerValue: Option[Double] =
     if (distinctValues > 0) Some(bytesOfKnownDistinct.toDouble / distinctValues) else None
+  /** The sum of two disjoint sets of row groups; the present-key figure, a property of a whole layout, is dropped. */
   def +(o: ColumnStats): ColumnStats = ColumnStats(column, rowGroups + o.rowGroups, sizeInBytes + o.sizeInBytes,
     distinctValues + o.distinctValues, bytesOfKnownDistinct + o.bytesOfKnownDistinct,
     expectedFalseReadsPerKey + o.expectedFalseReadsPerKey, rowGroupsAtCeiling + o.rowGroupsAtCeiling)
@@ -134,23 +137,44 @@ object ColumnStats {
 
   /**
    * Every row group of a layout's column. A row group is read in error only if its segment's summary also
-   * says "maybe" ([[sliced.Summaries]]): its expected false reads are its filter's FPP times the summary's
-   * (1 without a summary). The summaries' bytes count in the size.
+   * says "maybe" ([[sliced.Summaries]]): for a key the table does not hold, its expected false reads are its
+   * filter's FPP times the summary's (1 without a summary). The summaries' bytes count in the size.
+   *
+   * A key the table holds passes the summary of the segment holding it, so that segment's other row groups cost
+   * their filters' FPPs undiscounted. With L_s the sum of segment s's row-group FPPs, p_s its summary's FPP and
+   * A = Σ_s p_s·L_s (the absent-key figure), a key in row group i of segment s reads A + (1 - p_s)·L_s - p_i in
+   * error; averaged over the keys, each row group weighted by its distinct values (its non-null values where that
+   * count is unknown), that is `expectedFalseReadsPerPresentKey`.
    */
   def ofLayout(l: sliced.Layout, c: sliced.ColumnSlice, maxBitsPerValue: Double): ColumnStats = {
     var acc = zero(c.name)
     val sums = l.summaries
+    val leafFalse = new Array[Double](l.segments.length) // L_s
     var rg = 0
     while (rg < l.numRowGroups) {
       val s = c.segment(rg)
       val bytes = if (s < 0) 0L else l.segments(s).blocks * 32L
       val summaryFpp = if (s < 0 || sums.summaryOf(s) < 0) 1.0 else sums.fpp(s).toDouble
+      if (s >= 0) leafFalse(s) += c.fpp(rg)
       acc = acc + of(c.name, c.fpp(rg).toDouble * summaryFpp, bytes, c.ndv(rg), maxBitsPerValue)
       rg += 1
     }
+    // Σ_i w_i·((1 - p_s)·L_s - p_i) / Σ_i w_i, over the row groups holding values
+    var weighted = 0.0; var weights = 0.0
+    rg = 0
+    while (rg < l.numRowGroups) {
+      val w = (if (c.ndv(rg) > 0) c.ndv(rg) else c.nonNull(rg)).toDouble
+      if (w > 0) {
+        val s = c.segment(rg)
+        val unsummarized = if (s < 0 || sums.summaryOf(s) < 0) 0.0 else (1.0 - sums.fpp(s)) * leafFalse(s)
+        weighted += w * (unsummarized - c.fpp(rg)); weights += w
+      }
+      rg += 1
+    }
+    val present = if (weights > 0) math.max(0.0, acc.expectedFalseReadsPerKey + weighted / weights) else 0.0
     val summaryBytes = l.segments.indices.iterator.filter(s => l.segments(s).column == c.name && sums.summaryOf(s) >= 0)
       .map(s => sums.segments(sums.summaryOf(s)).blocks * 32L).sum
-    acc.copy(sizeInBytes = acc.sizeInBytes + summaryBytes)
+    acc.copy(sizeInBytes = acc.sizeInBytes + summaryBytes, expectedFalseReadsPerPresentKey = Some(present))
   }
 
   def sum(column: String, all: Iterable[ColumnStats]): ColumnStats = all.foldLeft(zero(column))(_ + _)

@@ -67,6 +67,9 @@ private[sql] object CommandOutput {
         "Maintain On Write" -> d.maintainOnWrite.toString) ++
       perColumn(d, "Sizing")(d.policies.lift) ++
       perColumn(d, "Expected False Reads Per Key")(stat(d, _)(s => f"${s.expectedFalseReadsPerKey}%.4g")) ++
+      perColumn(d, "Expected False Reads Per Present Key")(i =>
+        d.columnStats.find(_.column == d.columns(i).name).flatMap(_.expectedFalseReadsPerPresentKey)
+          .map(p => f"$p%.4g")) ++
       perColumn(d, "Bytes Per Value")(stat(d, _)(s =>
           s.bytesPerValue.fold("unknown (harvested filters)")(b => f"$b%.2f"))) ++
       d.maxBitsPerValue.map(b =>

@@ -331,29 +331,31 @@ class IndexMaintenanceSuite extends SparkSessionSuite {
     assert(o.on == o.off && o.on.size == 1 && o.skipped >= 3, o.skipping)
   }
 
-  test("a streaming query waits before each micro-batch for the refresh of the batch before: at most one uncovered") {
+  private def uncovered(dir: String): Int = describe(dir)("Files Not Covered").toInt
+
+  /** A file-sink stream into an indexed table, one file per batch: the uncovered files after each of 4 batches. */
+  private def stream(name: String, waitTimeout: String): (String, Seq[Int]) = {
     implicit val ctx: org.apache.spark.sql.SQLContext = spark.sqlContext
     import spark.implicits._
-    def uncovered(dir: String): Int = describe(dir)("Files Not Covered").toInt
-    /** A file-sink stream into an indexed table, one file per batch: the uncovered files after each of 4 batches. */
-    def stream(name: String, waitTimeout: String): (String, Seq[Int]) = {
-      val dir = tempDir(name) + "/t"
-      val input = org.apache.spark.sql.execution.streaming.MemoryStream[Long]
-      val frame = input.toDF().select(col("value").as("id"), concat(lit("k"), col("value")).as("s")).coalesce(1)
-      input.addData(0L until 50L)
-      spark.conf.set(BloomConf.StreamingWaitTimeout, waitTimeout) // the stream's session is a copy of its settings
-      val query = frame.writeStream.format("parquet").option("checkpointLocation", dir + "_checkpoint").start(dir)
-      try {
+    val dir = tempDir(name) + "/t"
+    val input = org.apache.spark.sql.execution.streaming.MemoryStream[Long]
+    val frame = input.toDF().select(col("value").as("id"), concat(lit("k"), col("value")).as("s")).coalesce(1)
+    input.addData(0L until 50L)
+    spark.conf.set(BloomConf.StreamingWaitTimeout, waitTimeout) // the stream's session is a copy of its settings
+    val query = frame.writeStream.format("parquet").option("checkpointLocation", dir + "_checkpoint").start(dir)
+    try {
+      query.processAllAvailable()
+      spark.sql(s"CREATE BLOOM INDEX ix ON ${table(dir)} (id, s)")
+      val after = for (batch <- 1 to 4) yield {
+        input.addData((batch * 1000L) until (batch * 1000L + 50))
         query.processAllAvailable()
-        spark.sql(s"CREATE BLOOM INDEX ix ON ${table(dir)} (id, s)")
-        val after = for (batch <- 1 to 4) yield {
-          input.addData((batch * 1000L) until (batch * 1000L + 50))
-          query.processAllAvailable()
-          uncovered(dir)
-        }
-        (dir, after)
-      } finally query.stop()
-    }
+        uncovered(dir)
+      }
+      (dir, after)
+    } finally query.stop()
+  }
+
+  test("a streaming query waits before each micro-batch for the refresh of the batch before: at most one uncovered") {
     val blocked = new java.util.concurrent.CountDownLatch(1)
     try {
       // not waiting, the refreshes held back: every batch stays uncovered
@@ -371,6 +373,26 @@ class IndexMaintenanceSuite extends SparkSessionSuite {
         assert(uncovered(dir) == 0, describe(dir))
         lookups(dir, Seq(2010L, 4049L, 10L))
       }
+    } finally {
+      blocked.countDown()
+      BackgroundMaintenance.beforeRefresh = () => ()
+      spark.conf.unset(BloomConf.StreamingWaitTimeout)
+    }
+  }
+
+  test("a streaming batch whose refresh does not come within the wait timeout goes on without it") {
+    val blocked = new java.util.concurrent.CountDownLatch(1)
+    try {
+      // every refresh held back: each batch waits out 1 s for the one before, then commits anyway
+      BackgroundMaintenance.beforeRefresh = () => blocked.await()
+      val timedOut = BackgroundMaintenance.waitsTimedOut.get()
+      val (dir, after) = stream("sink-timing-out", "1s")
+      assert(BackgroundMaintenance.waitsTimedOut.get() - timedOut >= 3, after)
+      assert(after.last >= 3, after) // every batch committed, none covered yet
+      blocked.countDown()
+      assert(BackgroundMaintenance.await(spark, 60000))
+      assert(uncovered(dir) == 0, describe(dir))
+      lookups(dir, Seq(2010L, 4049L, 10L))
     } finally {
       blocked.countDown()
       BackgroundMaintenance.beforeRefresh = () => ()

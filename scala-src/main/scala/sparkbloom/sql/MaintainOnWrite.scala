@@ -598,6 +598,9 @@ object BackgroundMaintenance extends Logging {
   /** Test hook: runs on the background thread before each refresh of a table with maintained indexes. */
   @volatile private[sparkbloom] var beforeRefresh: () => Unit = () => ()
 
+  /** Waits of streaming batches that ran out of `streamingWaitTimeout` and went on without the refresh. */
+  private[sparkbloom] val waitsTimedOut = new java.util.concurrent.atomic.AtomicLong()
+
   /** Spark's local properties on a streaming query's thread: the query's id, the micro-batch it runs. */
   private val QueryIdKey = "sql.streaming.queryId"
   private val BatchIdKey = "streaming.sql.batchId"
@@ -683,6 +686,7 @@ object BackgroundMaintenance extends Logging {
     } catch {
       case _: InterruptedException => Thread.currentThread().interrupt()
       case _: java.util.concurrent.TimeoutException =>
+        waitsTimedOut.incrementAndGet()
         logWarning(s"sparkbloom: $what did not wait longer for the refresh of the bloom indexes of $table")
       case NonFatal(e) => logWarning(s"sparkbloom: $what did not wait for the bloom indexes of $table", e)
     }

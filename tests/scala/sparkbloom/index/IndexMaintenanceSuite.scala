@@ -355,11 +355,25 @@ class IndexMaintenanceSuite extends SparkSessionSuite {
     } finally query.stop()
   }
 
-  test("a streaming query waits before each micro-batch for the refresh of the batch before: at most one uncovered") {
+  /**
+   * Runs `body` with the background refreshes held back until it releases the latch it is given (or it ends); the
+   * refresh hook and the wait timeout are reset afterwards.
+   */
+  private def withRefreshesHeld(body: java.util.concurrent.CountDownLatch => Unit): Unit = {
     val blocked = new java.util.concurrent.CountDownLatch(1)
     try {
-      // not waiting, the refreshes held back: every batch stays uncovered
       BackgroundMaintenance.beforeRefresh = () => blocked.await()
+      body(blocked)
+    } finally {
+      blocked.countDown()
+      BackgroundMaintenance.beforeRefresh = () => ()
+      spark.conf.unset(BloomConf.StreamingWaitTimeout)
+    }
+  }
+
+  test("a streaming query waits before each micro-batch for the refresh of the batch before: at most one uncovered") {
+    withRefreshesHeld { blocked =>
+      // not waiting, the refreshes held back: every batch stays uncovered
       val (free, freeAfter) = stream("sink-not-waiting", "0")
       assert(freeAfter.last >= 3, freeAfter)
       blocked.countDown()
@@ -373,18 +387,12 @@ class IndexMaintenanceSuite extends SparkSessionSuite {
         assert(uncovered(dir) == 0, describe(dir))
         lookups(dir, Seq(2010L, 4049L, 10L))
       }
-    } finally {
-      blocked.countDown()
-      BackgroundMaintenance.beforeRefresh = () => ()
-      spark.conf.unset(BloomConf.StreamingWaitTimeout)
     }
   }
 
   test("a streaming batch whose refresh does not come within the wait timeout goes on without it") {
-    val blocked = new java.util.concurrent.CountDownLatch(1)
-    try {
+    withRefreshesHeld { blocked =>
       // every refresh held back: each batch waits out 1 s for the one before, then commits anyway
-      BackgroundMaintenance.beforeRefresh = () => blocked.await()
       val timedOut = BackgroundMaintenance.waitsTimedOut.get()
       val (dir, after) = stream("sink-timing-out", "1s")
       assert(BackgroundMaintenance.waitsTimedOut.get() - timedOut >= 3, after)
@@ -393,10 +401,6 @@ class IndexMaintenanceSuite extends SparkSessionSuite {
       assert(BackgroundMaintenance.await(spark, 60000))
       assert(uncovered(dir) == 0, describe(dir))
       lookups(dir, Seq(2010L, 4049L, 10L))
-    } finally {
-      blocked.countDown()
-      BackgroundMaintenance.beforeRefresh = () => ()
-      spark.conf.unset(BloomConf.StreamingWaitTimeout)
     }
   }
 }

@@ -34,24 +34,22 @@ class FppBudgetSuite extends SparkSessionSuite {
     IndexStore.load(fs, conf, idx, IndexStore.latestMeta(fs, idx)._1.get)
   }
 
-  /** Mean number of row groups an absent key keeps, over `keys` absent keys: the measured false reads per key. */
-  private def measuredFalseReads(index: IndexVersion, keys: Int = 2000): Double = {
+  /** Mean number of row groups a lookup of `id = key` keeps, over `keys`. */
+  private def meanKept(index: IndexVersion, keys: Seq[Long]): Double = {
     val probe = Probers.sliced(spark, index, new Probers.Counters)
-    val kept = (0 until keys).map(i =>
-      probe.mightMatch(BloomPredicate.In("id", LongType, Seq(-1000000000L - i * 7919L))).cardinality())
-    kept.sum.toDouble / keys
+    keys.map(k => probe.mightMatch(BloomPredicate.In("id", LongType, Seq(k))).cardinality()).sum.toDouble / keys.size
   }
+
+  /** Mean number of row groups an absent key keeps, over `keys` absent keys: the measured false reads per key. */
+  private def measuredFalseReads(index: IndexVersion, keys: Int = 2000): Double =
+    meanKept(index, (0 until keys).map(i => -1000000000L - i * 7919L))
 
   /**
    * Mean number of row groups a key the table holds keeps besides its own, over `keys` of them: the measured false
    * reads per present key (ids 0 until `rows`, one per row, spread over the files).
    */
-  private def measuredPresentFalseReads(index: IndexVersion, rows: Long, keys: Int = 2000): Double = {
-    val probe = Probers.sliced(spark, index, new Probers.Counters)
-    val kept = (0 until keys).map(i =>
-      probe.mightMatch(BloomPredicate.In("id", LongType, Seq(i * 7919L % rows))).cardinality() - 1)
-    kept.sum.toDouble / keys
-  }
+  private def measuredPresentFalseReads(index: IndexVersion, rows: Long, keys: Int = 2000): Double =
+    meanKept(index, (0 until keys).map(i => i * 7919L % rows)) - 1
 
   private def stats(d: IndexDescription, column: String): ColumnStats = d.columnStats.find(_.column == column).get
 

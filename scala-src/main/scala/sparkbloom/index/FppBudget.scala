@@ -149,14 +149,15 @@ object ColumnStats {
   def ofLayout(l: sliced.Layout, c: sliced.ColumnSlice, maxBitsPerValue: Double): ColumnStats = {
     var acc = zero(c.name)
     val sums = l.summaries
+    // p_s: the FPP of segment s's summary, 1 without one (or without a segment)
+    def summaryFpp(s: Int): Double = if (s < 0 || sums.summaryOf(s) < 0) 1.0 else sums.fpp(s).toDouble
     val leafFalse = new Array[Double](l.segments.length) // L_s
     var rg = 0
     while (rg < l.numRowGroups) {
       val s = c.segment(rg)
       val bytes = if (s < 0) 0L else l.segments(s).blocks * 32L
-      val summaryFpp = if (s < 0 || sums.summaryOf(s) < 0) 1.0 else sums.fpp(s).toDouble
       if (s >= 0) leafFalse(s) += c.fpp(rg)
-      acc = acc + of(c.name, c.fpp(rg).toDouble * summaryFpp, bytes, c.ndv(rg), maxBitsPerValue)
+      acc = acc + of(c.name, c.fpp(rg).toDouble * summaryFpp(s), bytes, c.ndv(rg), maxBitsPerValue)
       rg += 1
     }
     // Σ_i w_i·((1 - p_s)·L_s - p_i) / Σ_i w_i, over the row groups holding values
@@ -166,7 +167,7 @@ object ColumnStats {
       val w = (if (c.ndv(rg) > 0) c.ndv(rg) else c.nonNull(rg)).toDouble
       if (w > 0) {
         val s = c.segment(rg)
-        val unsummarized = if (s < 0 || sums.summaryOf(s) < 0) 0.0 else (1.0 - sums.fpp(s)) * leafFalse(s)
+        val unsummarized = if (s < 0) 0.0 else (1.0 - summaryFpp(s)) * leafFalse(s)
         weighted += w * (unsummarized - c.fpp(rg)); weights += w
       }
       rg += 1

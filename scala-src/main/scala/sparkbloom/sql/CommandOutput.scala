@@ -68,8 +68,7 @@ private[sql] object CommandOutput {
       perColumn(d, "Sizing")(d.policies.lift) ++
       perColumn(d, "Expected False Reads Per Key")(stat(d, _)(s => f"${s.expectedFalseReadsPerKey}%.4g")) ++
       perColumn(d, "Expected False Reads Per Present Key")(i =>
-        d.columnStats.find(_.column == d.columns(i).name).flatMap(_.expectedFalseReadsPerPresentKey)
-          .map(p => f"$p%.4g")) ++
+        stat(d, i)(_.expectedFalseReadsPerPresentKey.map(p => f"$p%.4g")).flatten) ++
       perColumn(d, "Bytes Per Value")(stat(d, _)(s =>
           s.bytesPerValue.fold("unknown (harvested filters)")(b => f"$b%.2f"))) ++
       d.maxBitsPerValue.map(b =>
@@ -107,7 +106,7 @@ private[sql] object CommandOutput {
     if (parts.isEmpty) Nil else Seq(name -> parts.mkString("; "))
   }
 
-  private def stat(d: IndexDescription, i: Int)(show: ColumnStats => String): Option[String] =
+  private def stat[T](d: IndexDescription, i: Int)(show: ColumnStats => T): Option[T] =
     d.columnStats.find(_.column == d.columns(i).name).map(show)
 
   /** A column's own options, or what it inherits. */

@@ -1,6 +1,9 @@
 package sparkbloom.bench
 
+import java.lang.management.ManagementFactory
 import java.util.concurrent.ConcurrentHashMap
+
+import com.sun.management.{OperatingSystemMXBean, ThreadMXBean}
 
 import org.apache.spark.scheduler.{SparkListener, SparkListenerJobEnd, SparkListenerJobStart}
 import org.apache.spark.sql.SparkSession
@@ -50,5 +53,36 @@ object Harness {
           if (printing) println(f"  job ${e.jobId}: +${t0 - start}%5d ms, ${e.time - t0}%5d ms, $tasks tasks $names")
         }
     })
+  }
+
+  /**
+   * The CPU time and allocation of this JVM (a local session: driver, tasks, GC, JIT) between two points: steadier
+   * than wall time on a loaded 2-core machine, and split by thread kind (names without their digits), with what
+   * no Java thread used (GC, JIT compilers) as "(GC, JIT: not Java threads)".
+   */
+  object Cpu {
+    private val os = ManagementFactory.getOperatingSystemMXBean.asInstanceOf[OperatingSystemMXBean]
+    private val threads = ManagementFactory.getThreadMXBean.asInstanceOf[ThreadMXBean]
+    val Other = "(GC, JIT: not Java threads)"
+
+    final case class Snapshot(process: Long, allocated: Long, byKind: Map[String, Long]) {
+      /** "CPU ms, <kind>" (and ", total" for the JVM) and "MB allocated" since `before`. */
+      def since(before: Snapshot): Map[String, Double] = {
+        val kinds = byKind.map { case (k, c) => k -> (c - before.byKind.getOrElse(k, 0L)) / 1e6 }
+        val total = (process - before.process) / 1e6
+        (kinds ++ Map("total" -> total, Other -> (total - kinds.values.sum))).map { case (k, v) =>
+          s"CPU ms, $k" -> v
+        } +
+          ("MB allocated" -> (allocated - before.allocated) / 1e6)
+      }
+    }
+
+    def snapshot(): Snapshot = {
+      val ids = threads.getAllThreadIds
+      val byKind = ids.zip(threads.getThreadCpuTime(ids)).flatMap { case (id, c) =>
+        Option(threads.getThreadInfo(id)).filter(_ => c >= 0).map(_.getThreadName.replaceAll("[0-9]+", "#") -> c)
+      }.groupMapReduce(_._1)(_._2)(_ + _)
+      Snapshot(os.getProcessCpuTime, threads.getTotalThreadAllocatedBytes, byKind)
+    }
   }
 }

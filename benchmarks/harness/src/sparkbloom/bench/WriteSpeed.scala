@@ -6,7 +6,9 @@ import java.nio.file.{Files, Paths}
  * Where a maintained Parquet append spends its time: the same appends as `benchmarks/write_maintenance.py`
  * (`id`, `uuid() AS key`, `id * 7 AS v`, a 40-character pad; `rows` rows in `files` files), alternated between a
  * plain table and one with a bloom index on `id` and `key`, in one JVM, with Spark's jobs of each timed append
- * printed (`timeline=true`) and a JFR profile of the indexed appends (`jfr=true`, into `<dir>/write.jfr`).
+ * printed (`timeline=true`) and a JFR profile of the indexed appends (`jfr=true`, into `<dir>/write.jfr`). Beside
+ * each append's wall time, the JVM's CPU time and allocation ([[Harness.Cpu]]), whose medians are printed by thread
+ * kind: on this 2-core machine they move less from run to run than wall time.
  *
  *   dev/sbt "harness/runMain sparkbloom.bench.WriteSpeed [rows=1000000] [files=8] [reps=9] [timeline=true] [jfr=true]"
  */
@@ -36,15 +38,22 @@ object WriteSpeed {
     spark.sql(s"CREATE BLOOM INDEX ix ON parquet.`$indexed` (id, key)").collect()
 
     var next = rows
+    def median(xs: Seq[Double]) = xs.sorted.apply(xs.size / 2)
+    val cpu = scala.collection.mutable.Map[String, Seq[Map[String, Double]]]().withDefaultValue(Nil)
     def append(target: String): Double = {
       val df = batch(next); next += rows
       System.gc()
       tl.foreach(_.mark())
+      val c0 = Harness.Cpu.snapshot()
       val t0 = System.nanoTime()
       df.write.mode("append").parquet(target)
-      (System.nanoTime() - t0) / 1e6
+      val ms = (System.nanoTime() - t0) / 1e6
+      // the write's tasks have ended when it returns (their CPU is counted), its listener events may not have
+      cpu(target) :+= Harness.Cpu.snapshot().since(c0)
+      ms
     }
     append(plain); append(indexed) // warm-up
+    cpu.clear()
     val recording = if (jfr) {
       val r = new jdk.jfr.Recording(jdk.jfr.Configuration.getConfiguration("profile"))
       r.start(); Some(r)
@@ -64,9 +73,12 @@ object WriteSpeed {
     recording.foreach { r =>
       r.stop(); r.dump(Paths.get(s"$root/write.jfr")); r.close(); println(s"JFR: $root/write.jfr")
     }
-    def median(xs: Seq[Double]) = xs.sorted.apply(xs.size / 2)
     val (p, ix) = (median(times.map(_._1)), median(times.map(_._2)))
     println(f"median plain $p%.0f ms, indexed $ix%.0f ms, ratio ${ix / p}%.2f")
+    for (k <- cpu(indexed).flatMap(_.keys).distinct.sorted) {
+      val (pk, ik) = (median(cpu(plain).map(_.getOrElse(k, 0.0))), median(cpu(indexed).map(_.getOrElse(k, 0.0))))
+      if (pk + ik >= 5) println(f"  median $k%-72s plain $pk%6.0f, indexed $ik%6.0f, ratio ${ik / pk}%.2f")
+    }
     val d = spark.sql(s"DESCRIBE BLOOM INDEX ix ON parquet.`$indexed`").collect()
       .map(r => r.getString(0) -> r.getString(1)).toMap
     println(s"files not covered: ${d.getOrElse("Files Not Covered", "?")}")

@@ -143,17 +143,18 @@ object WriteIndexer {
       catch { case NonFatal(_) => None }
       built match {
         case Some(bs) =>
+          val bytes = bs.iterator.map(b => 8L * b.nHashes + Option(b.row.getAs[Array[Byte]](17)).fold(0)(_.length)).sum
+          if (!spilled && heldBytes + bytes > plan.shipMaxBytes) {
+            spilled = true
+            entries ++= held.map(b => IndexBuilder.entryMeta(b, writer, plan.columns)); held.clear()
+          }
           if (spilled) entries ++= bs.map(b => IndexBuilder.entryMeta(b, writer, plan.columns))
           else {
+            // trimmed to their values, as they are shipped
             held ++= bs.map(b =>
               if (b.hashes == null || b.hashes.length == b.nHashes) b
               else b.copy(hashes = java.util.Arrays.copyOf(b.hashes, b.nHashes)))
-            heldBytes += bs.iterator.map(b => 8L * b.nHashes + Option(b.row.getAs[Array[Byte]](17)).fold(0)(_.length))
-              .sum
-            if (heldBytes > plan.shipMaxBytes) {
-              spilled = true
-              entries ++= held.map(b => IndexBuilder.entryMeta(b, writer, plan.columns)); held.clear()
-            }
+            heldBytes += bytes
           }
           files += path
         case None => failed += path
@@ -173,10 +174,17 @@ object WriteIndexer {
   def indexFile(path: String, cols: Array[IndexedColumn], hashes: Array[Option[ColumnHashes]], sizer: FilterSizer,
                 conf: Configuration): Option[Seq[FileIndexer.Built]] = {
     if (hashes.exists(h => h.isEmpty || h.get.overflow)) return None
-    val input = HadoopInputFile.fromPath(new Path(path), conf)
-    val reader = Footers.open(input)
-    val footer = try Footers.fromMetadata(reader.getFooter, input.getLength).resolving(cols.toSeq.map(_.fileColumn))
-    finally reader.close()
+    val file = new Path(path)
+    val length = file.getFileSystem(conf).getFileStatus(file).getLen
+    // the footer from one read of the file's tail (half the time of parquet-java's open); parquet-java otherwise
+    val metadata = Footers.readTail(conf, file, length) match {
+      case Some((md, in)) => in.close(); md
+      case None =>
+        val reader = Footers.open(HadoopInputFile.fromPath(file, conf))
+        try reader.getFooter
+        finally reader.close()
+    }
+    val footer = Footers.fromMetadata(metadata, length).resolving(cols.toSeq.map(_.fileColumn))
     val fileRows = footer.rowGroups.map(_.numRows).sum
     val entriesPerFile = footer.rowGroups.size * cols.length
     val out = mutable.Buffer[FileIndexer.Built]()
@@ -200,7 +208,7 @@ object WriteIndexer {
         val filter = Sbbf.empty(Sizing.indexBytes(target, fpp), Kernel.scalar)
         filter.insertAll(values, 0, ndv)
         val bytes = filter.toBytes
-        out += FileIndexer.Built(Row(path, input.getLength, 0L, entriesPerFile, rg, r.start, r.end, r.numRows, c.name,
+        out += FileIndexer.Built(Row(path, length, 0L, entriesPerFile, rg, r.start, r.end, r.numRows, c.name,
           enc.physical, enc.logical, enc.typeLength, enc.rebase, nonNull < r.numRows, nonNull, ndv.toLong, "scan",
           bytes, IndexStore.crc32(bytes)), if (nonNull == 0) 0f else filter.observedFpp.toFloat, values, ndv)
       }

@@ -5,6 +5,7 @@ import java.util.concurrent.ConcurrentHashMap
 
 import scala.util.control.NonFatal
 
+import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.mapreduce.{Job, TaskAttemptContext}
 import org.apache.spark.TaskContext
 import org.apache.spark.sql.SparkSession
@@ -14,7 +15,7 @@ import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat
 import org.apache.spark.sql.types.StructType
 import org.apache.spark.util.CollectionAccumulator
 
-import sparkbloom.index.{SerializableConf, WriteIndexer}
+import sparkbloom.index.WriteIndexer
 
 /**
  * Spark's Parquet format, whose write tasks also index what they write ([[WriteIndexer]]): each output writer
@@ -29,20 +30,25 @@ final class IndexingParquetFileFormat(plans: Seq[WriteIndexer.Plan],
   override def prepareWrite(session: SparkSession, job: Job, options: Map[String, String], dataSchema: StructType)
       : OutputWriterFactory = {
     val inner = super.prepareWrite(session, job, options, dataSchema)
-    new IndexingParquetFileFormat.WriterFactory(inner, plans, written, new SerializableConf(job.getConfiguration))
+    new IndexingParquetFileFormat.WriterFactory(inner, plans, written)
   }
 }
 
 object IndexingParquetFileFormat {
+  /**
+   * The tasks read their files and write the index through the write job's own Hadoop configuration, which Spark
+   * already ships to every task (`context.getConfiguration`): shipping a copy would cost each task a second
+   * deserialization of the whole configuration (a gzip stream per property).
+   */
   final class WriterFactory(inner: OutputWriterFactory, plans: Seq[WriteIndexer.Plan],
-                            written: CollectionAccumulator[WriteIndexer.Part], conf: SerializableConf)
+                            written: CollectionAccumulator[WriteIndexer.Part])
     extends OutputWriterFactory {
     override def getFileExtension(context: TaskAttemptContext): String = inner.getFileExtension(context)
 
     override def newInstance(path: String, dataSchema: StructType, context: TaskAttemptContext): OutputWriter = {
       val w = inner.newInstance(path, dataSchema, context)
       try {
-        val task = TaskIndexing.of(plans, written, conf)
+        val task = TaskIndexing.of(plans, written, context.getConfiguration)
         val names = plans.flatMap(_.columns.map(_.name.toLowerCase(Locale.ROOT))).distinct
         val columns = names.flatMap { n =>
           val i = dataSchema.fields.indexWhere(_.name.toLowerCase(Locale.ROOT) == n)
@@ -73,8 +79,8 @@ object IndexingParquetFileFormat {
   }
 
   /** One task attempt's indexing: an indexer per index, reported when the task ends. */
-  private final class TaskIndexing(plans: Seq[WriteIndexer.Plan], conf: SerializableConf, partition: Int) {
-    private val indexers = plans.map(p => new WriteIndexer.TaskIndexer(p, conf.value, partition))
+  private final class TaskIndexing(plans: Seq[WriteIndexer.Plan], conf: Configuration, partition: Int) {
+    private val indexers = plans.map(p => new WriteIndexer.TaskIndexer(p, conf, partition))
     private var broken = Set.empty[String] // files whose indexing failed in every index
 
     def closed(path: String, hashes: String => Option[WriteIndexer.ColumnHashes]): Unit =
@@ -93,7 +99,7 @@ object IndexingParquetFileFormat {
     private val running = new ConcurrentHashMap[java.lang.Long, TaskIndexing]()
 
     def of(plans: Seq[WriteIndexer.Plan], written: CollectionAccumulator[WriteIndexer.Part],
-           conf: SerializableConf): TaskIndexing = {
+           conf: Configuration): TaskIndexing = {
       val ctx = TaskContext.get()
       val id = java.lang.Long.valueOf(ctx.taskAttemptId())
       val existing = running.get(id)

@@ -56,8 +56,9 @@ final class SegmentWriter(fs: FileSystem, indexDir: Path, dataDirName: String, p
                           maxSlots: Int = SegmentWriter.DefaultMaxSlots) {
   private final class Buffer(val file: String, val column: String, val columnOrdinal: Int, val blocks: Int) {
     val filters = mutable.ArrayBuffer[Array[Byte]]()
-    var hashes = new Array[Long](64) // the values' hashes, for the summary; null once a filter came without
+    var hashes = Array.emptyLongArray // the values' hashes, for the summary; null once a filter came without
     var nHashes = 0
+    var adopted = false // `hashes` is the first filter's own array (kept, not copied): appends copy it first
     var leafFalse = 0.0 // Σ of the filters' FPPs
   }
   private val open = mutable.LinkedHashMap[(String, Int, Boolean), Buffer]()
@@ -71,7 +72,8 @@ final class SegmentWriter(fs: FileSystem, indexDir: Path, dataDirName: String, p
 
   /**
    * Adds one filter with the distinct hashes of its values (`hashes(0 until n)`, or null: not known) and its
-   * FPP; returns the segment file and slot it will have.
+   * FPP; returns the segment file and slot it will have. The writer may keep `hashes` until the segment is
+   * written, and never changes it: the caller must not change it either.
    */
   def add(column: String, columnOrdinal: Int, bitset: Array[Byte], hashes: Array[Long], n: Int, fpp: Double)
       : (String, Int) = {
@@ -92,10 +94,15 @@ final class SegmentWriter(fs: FileSystem, indexDir: Path, dataDirName: String, p
     buf.filters += bitset
     buf.leafFalse += fpp
     if (summaryFpp.isEmpty || hashes == null) buf.hashes = null
-    else if (buf.hashes != null) {
-      if (buf.nHashes + n > buf.hashes.length)
-        buf.hashes = java.util.Arrays.copyOf(buf.hashes, math.max(buf.nHashes + n, 2 * buf.hashes.length))
-      System.arraycopy(hashes, 0, buf.hashes, buf.nHashes, n)
+    else if (buf.hashes != null && n > 0) {
+      if (buf.nHashes == 0) { buf.hashes = hashes; buf.adopted = true } // a segment's first values: kept as they are
+      else {
+        if (buf.adopted || buf.nHashes + n > buf.hashes.length) {
+          buf.hashes = java.util.Arrays.copyOf(buf.hashes, math.max(buf.nHashes + n, 2 * buf.nHashes))
+          buf.adopted = false
+        }
+        System.arraycopy(hashes, 0, buf.hashes, buf.nHashes, n)
+      }
       buf.nHashes += n
     }
     (buf.file, buf.filters.size - 1)

@@ -3,7 +3,11 @@ package sparkbloom.bench
 import java.io.File
 import java.nio.file.{Files, Paths}
 
+import org.apache.hadoop.conf.Configuration
+import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.functions._
+
+import sparkbloom.parquet.Footers
 
 /**
  * "A build at scan speed": times the index build against a plain scan of the same columns.
@@ -17,8 +21,9 @@ import org.apache.spark.sql.functions._
  * = `rows` per column). Then, after
  * one warm-up of each, times `reps` runs of (a) `select(id, u, c)` written to the noop sink, (b) the
  * scanning build (`spark.sparkbloom.harvest.enabled=false`), (c) the harvesting build over the copy, and
- * prints the medians and the ratios b/a and c/a. `jfr=scan|harvest` records a JFR profile (profile
- * settings) of that build's timed runs into `<dir>/<jfr>.jfr`.
+ * prints the medians and the ratios b/a and c/a. `only=floor` (not run by default) times the least any harvest
+ * of the copy must do: list it and read each file's footer in one Spark job, nothing built. `jfr=scan|harvest`
+ * records a JFR profile (profile settings) of that build's timed runs into `<dir>/<jfr>.jfr`.
  */
 object BuildSpeed {
   def main(args: Array[String]): Unit = {
@@ -32,6 +37,7 @@ object BuildSpeed {
     // The columns indexed (`cols=id,u` for a harvest of native filters only: parquet-java writes none for `c`,
     // whose chunks are all dictionary-encoded, so it is scanned).
     val cols = opts.get("cols").map(_.split(',').toSeq).getOrElse(Seq("id", "u", "c"))
+    require(!only("floor") || cols.toSet == Set("id", "u"), "only=floor reads the copy written with cols=id,u")
 
     val spark = Harness.session("BuildSpeed", Files.createTempDirectory("sparkbloom-wh").toString)
     // `timeline=true`: prints each Spark job of the timed runs (start relative to the run's start, duration, tasks),
@@ -90,14 +96,31 @@ object BuildSpeed {
       println(f"$name%-8s runs ${ms.map(m => f"$m%.0f").mkString(", ")} ms; median $med%.0f ms")
       med
     }
+    // The least a harvest of this table can do: list it (no schema inferred) and read each file's footer, in a
+    // Spark job of one task per core; nothing built, nothing written.
+    def floor(): Unit = {
+      val listed = spark.read.schema("id BIGINT, u STRING, c STRING").parquet(native).inputFiles
+      val footers = spark.sparkContext.parallelize(listed.toSeq, spark.sparkContext.defaultParallelism)
+        .mapPartitions { fs =>
+          val conf = new Configuration()
+          fs.map { f =>
+            val path = new Path(f)
+            val length = path.getFileSystem(conf).getFileStatus(path).getLen
+            Footers.readTail(conf, path, length).map { case (md, in) => in.close(); md.getBlocks.size }.getOrElse(0)
+          }
+        }.sum()
+      require(footers == files, s"read $footers footers' row groups, expected $files")
+    }
     val results = Seq(
       ("scan", () => noop(), () => ()),
+      ("floor", () => floor(), () => ()),
       ("build", () => build(plain, harvest = false), () => drop(plain)),
       ("harvest", () => build(native, harvest = true), () => drop(native))
     ).filter(x => only.contains(x._1)).map { case (k, f, after) => k -> timed(k, f, after) }.toMap
     results.get("scan").foreach { s =>
       results.get("build").foreach(b => println(f"scanning build / noop scan   = ${b / s}%.2f"))
       results.get("harvest").foreach(h => println(f"harvesting build / noop scan = ${h / s}%.2f"))
+      results.get("floor").foreach(f => println(f"footers alone / noop scan    = ${f / s}%.2f"))
     }
     spark.stop()
   }

@@ -47,6 +47,7 @@ class TailReadSuite extends SparkSessionSuite {
     try {
       val got = Footers.fromMetadata(md, length)
       assert(facts(got) == facts(expected), path)
+      assert(facts(Footers.read(conf, path, length)) == facts(expected), path)
       val filters = for (rg <- got.rowGroups.indices; c <- got.schema.getFields.toArray.toSeq;
         name = c.asInstanceOf[org.apache.parquet.schema.Type].getName;
         ch <- got.chunk(rg, name) if ch.bloomOffset.isDefined) yield ch
@@ -94,6 +95,8 @@ class TailReadSuite extends SparkSessionSuite {
     // A length that is not the file's (a file replaced since it was listed): no footer is taken from the wrong end.
     Seq(f.length() - 1, f.length() - 100, f.length() + 1, 11L, 0L).foreach { n =>
       assert(Footers.readTail(conf, path, n).isEmpty, n)
+      // read with a length: parquet-java's footer instead, never one taken from the wrong end
+      assert(facts(Footers.read(conf, path, n)) == facts(Footers.read(conf, path)), n)
     }
     val junk = new File(tempDir("junk"), "junk.parquet")
     Files.write(junk.toPath, Array.fill[Byte](5000)(7.toByte))

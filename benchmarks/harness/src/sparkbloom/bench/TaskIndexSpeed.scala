@@ -2,7 +2,6 @@ package sparkbloom.bench
 
 import org.apache.hadoop.conf.Configuration
 import org.apache.hadoop.fs.Path
-import org.apache.parquet.hadoop.util.HadoopInputFile
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection
 import org.apache.spark.sql.types.{DataType, LongType, StringType}
@@ -56,18 +55,8 @@ object TaskIndexSpeed {
       }
       file.foreach { f =>
         val path = new Path(f)
-        time("footer (parquet-java)") {
-          val input = HadoopInputFile.fromPath(path, hconf)
-          val reader = Footers.open(input)
-          try Footers.fromMetadata(reader.getFooter, input.getLength)
-          finally reader.close()
-        }
-        time("footer (tail read)") {
-          val len = path.getFileSystem(hconf).getFileStatus(path).getLen
-          val (md, in) = Footers.readTail(hconf, path, len).get
-          try Footers.fromMetadata(md, len)
-          finally in.close()
-        }
+        time("footer (parquet-java)")(Footers.read(hconf, path))
+        time("footer (tail read)")(Footers.read(hconf, path, path.getFileSystem(hconf).getFileStatus(path).getLen))
       }
       if (rep == reps / 3) steps.clear() // the first third warms up
     }

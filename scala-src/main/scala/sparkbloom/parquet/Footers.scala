@@ -142,6 +142,15 @@ object Footers {
   }
 
   /**
+   * The footer of the file at `path`, whose length is `length`: from one read of its tail ([[readTail]]), or,
+   * where that shortcut does not apply, as [[read]] reads it (which reports any problem as parquet-java does).
+   */
+  def read(conf: Configuration, path: Path, length: Long): FooterInfo = readTail(conf, path, length) match {
+    case Some((md, in)) => in.close(); fromMetadata(md, length)
+    case None => read(conf, path)
+  }
+
+  /**
    * Footers read by the sizing job, handed to the build job that follows it in the same executor JVM
    * (local mode, or a file scheduled on the same executor): keyed by path, listed size and mtime, taken
    * (removed) by the build, softly referenced so memory pressure drops them. A miss just reads the footer.

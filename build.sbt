@@ -52,6 +52,13 @@ val lakehouseDeps: Seq[ModuleID] =
       ExclusionRule("org.apache.hadoop"), ExclusionRule("org.scalatest"), ExclusionRule("org.scalacheck"),
       ExclusionRule("junit"), ExclusionRule("org.mockito"), ExclusionRule("com.amazonaws"), ExclusionRule("org.antlr"),
       ExclusionRule("org.roaringbitmap")))
+// Hadoop's S3A connector for the object-store tests (tests/objectstore): hadoop-aws at the Hadoop of the line's
+// Spark (`hadoop.<line>`), with what its POM brings that Spark does not ship (the AWS SDK bundle). Its own
+// configuration, out of Compile, Test and the POM; `s3aJars` lists the jars, where coursier cached them.
+val hadoopVersion: Option[String] = Option(versions.getProperty(s"hadoop.${sparkLine.id}")).map(_.trim)
+val S3aRuntime = config("s3a-runtime").hide
+lazy val s3aJars = taskKey[Seq[File]](
+  "Resolves hadoop-aws (the line's Hadoop) and the AWS SDK bundle; lists them in target/s3a/spark-<line>/classpath.txt")
 lazy val lakehouseJars = taskKey[Seq[File]](
   "Copies the line's Delta Lake and Iceberg runtime jars (Maven Central, through sbt's cache) to " +
     "target/lakehouse/spark-<line>")
@@ -119,7 +126,26 @@ lazy val root = (project in file("."))
     // run on the default line; dev/matrix's full mode runs these on each.
     Test / unmanagedSourceDirectories ++=
       SparkLines.variantDirs(baseDirectory.value / "tests" / "formats", libraryVersions),
-    ivyConfigurations += LakehouseRuntime,
+    ivyConfigurations ++= Seq(LakehouseRuntime, S3aRuntime),
+    libraryDependencies ++= hadoopVersion.toSeq.map(h => "org.apache.hadoop" % "hadoop-aws" % h % S3aRuntime),
+    s3aJars := {
+      val h = hadoopVersion.getOrElse(sys.error(s"project/versions.properties has no hadoop.${sparkLine.id}"))
+      // The line's Spark must ship this Hadoop: S3A is not compatible across Hadoop versions.
+      val shipped = ((Compile / dependencyClasspath).value.flatMap(_.get(moduleID.key))
+        .filter(_.name == "hadoop-client-api").map(_.revision) ++
+        (Compile / unmanagedJars).value.map(_.data.getName).collect {
+          case n if n.startsWith("hadoop-client-api-") => n.stripPrefix("hadoop-client-api-").stripSuffix(".jar")
+        }).distinct
+      if (shipped != Seq(h)) sys.error(s"hadoop.${sparkLine.id}=$h, but Spark ${sparkLine.spark} ships Hadoop $shipped")
+      val spark = (Compile / dependencyClasspath).value.flatMap(_.get(moduleID.key)).map(m => (m.organization, m.name))
+        .toSet
+      val jars = Classpaths.managedJars(S3aRuntime, Set("jar"), update.value).filterNot(a =>
+        a.get(moduleID.key).exists(m => spark((m.organization, m.name)) || m.organization == "org.apache.hadoop" &&
+          m.name != "hadoop-aws")).map(_.data)
+      val out = target.value.getParentFile / "s3a" / s"spark-${sparkLine.id}" / "classpath.txt"
+      IO.write(out, jars.map(_.getAbsolutePath).mkString("", "\n", "\n"))
+      jars
+    },
     // The lakehouse suites read real tables with the formats' runtime dependencies too (Delta 4.4's kernel).
     Test / unmanagedJars ++= lakehouseJars.value.map(Attributed.blank),
     lakehouseJars := {

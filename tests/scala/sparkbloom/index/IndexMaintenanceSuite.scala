@@ -249,6 +249,7 @@ class IndexMaintenanceSuite extends SparkSessionSuite {
     }
     val d = describe(dir)
     assert(d("Versions Kept") == "1" && d("Files Not Covered") == "0" && d("Problems") == "none", d)
+    assert(d("Commit Safety") == "atomic (local file system: hard link)", d)
     assert(layouts() == 1, "the removed versions' layouts are gone; their segments, still read, stay")
     lookups(dir, Seq(20250L, 500L))
     intercept[Exception](spark.sql(s"VACUUM BLOOM INDEX ix ON ${table(dir)} RETAIN -1 HOURS"))

@@ -53,6 +53,7 @@ class CommandOutputSuite extends AnyFunSuite {
       Row("Maintain On Write", "true"),
       Row("Version", "3"),
       Row("Versions Kept", "1"),
+      Row("Commit Safety", ""),
       Row("Created At", "1970-01-02T00:00:00Z"),
       Row("Files Covered", "200"),
       Row("Row Groups Covered", "410"),

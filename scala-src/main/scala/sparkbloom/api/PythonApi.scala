@@ -162,6 +162,7 @@ object PythonApi {
         "row_groups_at_ceiling" -> s.rowGroupsAtCeiling)
     },
     "version" -> d.version, "versions_kept" -> d.versions, "segment_files" -> d.segments,
+    "commit_safety" -> d.commitSafety,
     "created_at_millis" -> d.createdAtMillis,
     "files_covered" -> d.filesCovered,
     "row_groups_covered" -> d.rowGroupsCovered,

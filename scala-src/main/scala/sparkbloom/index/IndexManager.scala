@@ -289,13 +289,17 @@ object IndexManager {
       val since = listing.files.iterator.map(_.mtime).max - 60000L
       val conf = spark.sessionState.newHadoopConf()
       // as new as the listing, and there now as indexed (a file deleted since is dropped, as any other)
-      val newer = newest.paths.indices.filter(i => newest.mtimes(i) >= since && !listed.contains(newest.paths(i)))
-        .take(1000).flatMap { i =>
-          val p = new Path(newest.paths(i))
-          scala.util.Try(p.getFileSystem(conf).getFileStatus(p)).toOption
-            .filter(st => st.getLen == newest.sizes(i) && st.getModificationTime == newest.mtimes(i))
-            .map(_ => DataFile(newest.paths(i), newest.sizes(i), newest.mtimes(i)))
-        }
+      val candidates = newest.paths.indices.filter(i => newest.mtimes(i) >= since && !listed.contains(newest.paths(i)))
+        .take(1000)
+      // as listed (an object store's HEAD may give another modification time than the listing recorded)
+      val now = candidates.map(i => new Path(newest.paths(i))).groupBy(_.toUri.getAuthority).valuesIterator
+        .flatMap(ps => scala.util.Try(Listed.statuses(ps.head.getFileSystem(conf), ps)).getOrElse(Map.empty))
+        .map { case (p, st) => p.toString -> st }.toMap
+      val newer = candidates.flatMap { i =>
+        now.get(new Path(newest.paths(i)).toString)
+          .filter(st => st.getLen == newest.sizes(i) && st.getModificationTime == newest.mtimes(i))
+          .map(_ => DataFile(newest.paths(i), newest.sizes(i), newest.mtimes(i)))
+      }
       if (newer.isEmpty) listing else listing.copy(files = listing.files ++ newer)
     }
 
@@ -388,7 +392,7 @@ object IndexManager {
       meta.falseReadsPerKey, meta.columns.map(_.policy.describe), meta.maxBitsPerValue,
       meta.columnStats.getOrElse(Nil), SkippingLog.usageOf(dir.toString), meta.tableSnapshot, listing.snapshot,
       l.describeLevels, meta.maintainOnWrite.getOrElse(true), IndexStore.versions(fs, dir).size,
-      (l.segments.iterator ++ l.summaries.segments.iterator).map(_.file).toSet.size)
+      (l.segments.iterator ++ l.summaries.segments.iterator).map(_.file).toSet.size, CommitStore.of(fs).describe)
   }
 
   private def newDataDir(version: Long): String = s"v$version-${java.util.UUID.randomUUID().toString.take(8)}"

@@ -9,7 +9,7 @@ import scala.util.control.NonFatal
 import com.fasterxml.jackson.databind.{DeserializationFeature, ObjectMapper}
 import com.fasterxml.jackson.module.scala.DefaultScalaModule
 import org.apache.hadoop.conf.Configuration
-import org.apache.hadoop.fs.{FileAlreadyExistsException, FileContext, FileSystem, Options, Path}
+import org.apache.hadoop.fs.{FileSystem, Path}
 import org.slf4j.LoggerFactory
 
 import sparkbloom.index.sliced.{IndexCache, Layout, LayoutCodec, RunReader}
@@ -27,8 +27,8 @@ import sparkbloom.index.sliced.{IndexCache, Layout, LayoutCodec, RunReader}
  * }}}
  *
  * A build writes its entries into a fresh directory and then publishes `_commits/<N>.json` in one atomic
- * step that fails if N already exists (a hard link on local file systems, rename-without-overwrite
- * elsewhere). Readers use the highest commit whose data loads. An interrupted build leaves only an
+ * step that fails if N already exists ([[CommitStore]]: a hard link on local file systems, a conditional PUT on S3,
+ * rename-without-overwrite elsewhere). Readers use the highest commit whose data loads. An interrupted build leaves only an
  * unreferenced directory; two concurrent writers of N: one wins, the other gets a clear error.
  */
 object IndexStore {
@@ -78,36 +78,22 @@ object IndexStore {
     (None, problems.toSeq)
   }
 
-  /** Publishes a version; fails with [[ConcurrentIndexUpdateException]] if it was published by another writer. */
+  /**
+   * Publishes a version through the store's [[CommitStore]]; fails with [[ConcurrentIndexUpdateException]] if it was
+   * published by another writer.
+   */
   def commit(fs: FileSystem, conf: Configuration, indexDir: Path, meta: IndexMeta): Unit = {
     val dir = new Path(indexDir, CommitsDir)
     mkdirs(fs, dir)
-    val tmp = new Path(dir, s".${meta.version}.${java.util.UUID.randomUUID()}.tmp")
-    writeNew(fs, tmp, mapper.writeValueAsBytes(meta))
     val target = new Path(dir, s"${meta.version}.json")
-    try {
-      if (fs.getScheme == "file") {
-        val t = java.nio.file.Paths.get(fs.pathToFile(target).toURI)
-        java.nio.file.Files.createLink(t, java.nio.file.Paths.get(fs.pathToFile(tmp).toURI))
-      } else FileContext.getFileContext(indexDir.toUri, conf).rename(tmp, target, Options.Rename.NONE)
-    } catch {
-      case _: java.nio.file.FileAlreadyExistsException | _: FileAlreadyExistsException =>
-        throw new ConcurrentIndexUpdateException(s"bloom index ${meta.name} was updated concurrently: version " +
-          s"${meta.version} was committed by another writer; nothing was changed by this one, retry the statement")
-    } finally fs.delete(tmp, false)
+    if (!CommitStore.of(fs).publishIfAbsent(fs, conf, target, mapper.writeValueAsBytes(meta)))
+      throw new ConcurrentIndexUpdateException(s"bloom index ${meta.name} was updated concurrently: version " +
+        s"${meta.version} was committed by another writer; nothing was changed by this one, retry the statement")
   }
 
   /** Removes version `version`'s commit (VACUUM BLOOM INDEX). */
   def deleteCommit(fs: FileSystem, indexDir: Path, version: Long): Unit =
     fs.delete(new Path(new Path(indexDir, CommitsDir), s"$version.json"), false)
-
-  private implicit class LocalFs(fs: FileSystem) {
-    def pathToFile(p: Path): java.io.File = fs match {
-      case l: org.apache.hadoop.fs.LocalFileSystem => l.pathToFile(p)
-      case r: org.apache.hadoop.fs.RawLocalFileSystem => r.pathToFile(p)
-      case _ => new java.io.File(p.toUri.getPath)
-    }
-  }
 
   // ---- loading: the layout of a version, cached in IndexCache (keyed by the version's own files) ----
 

@@ -78,6 +78,7 @@ private[sql] object CommandOutput {
       Seq(
         "Version" -> d.version.toString,
         "Versions Kept" -> d.versions.toString,
+        "Commit Safety" -> d.commitSafety,
         "Created At" -> Instant.ofEpochMilli(d.createdAtMillis).toString,
         "Files Covered" -> d.filesCovered.toString,
         "Row Groups Covered" -> d.rowGroupsCovered.toString,

@@ -25,8 +25,8 @@ import sparkbloom.BloomConf
 import sparkbloom.api.BloomIndexes
 import sparkbloom.formats.TableFormats
 import sparkbloom.index.{
-  IndexDescription, IndexManager, IndexStore, IndexVersion, ScanSkipping, SerializableConf, SkippingLog, TableFormat,
-  TableRef, WriteIndexer
+  IndexDescription, IndexManager, IndexStore, IndexVersion, Listed, ScanSkipping, SerializableConf, SkippingLog,
+  TableFormat, TableRef, WriteIndexer
 }
 import sparkbloom.index.sliced.EntryMeta
 import sparkbloom.shims.DelegatingWriteCommand
@@ -385,10 +385,16 @@ object MaintainOnWrite extends Logging {
     val numFiles = cmd.metrics.get("numFiles").map(_.value)
     val fs = cmd.outputPath.getFileSystem(session.sessionState.newHadoopConfWithOptions(cmd.options))
     val depth = cmd.partitionColumns.size + 1
-    lazy val finals: Map[String, org.apache.hadoop.fs.FileStatus] = parts.flatMap(_.files).distinct.map { p =>
-      val rel = new Path(p).toUri.getPath.split('/').filter(_.nonEmpty).takeRight(depth).mkString("/")
-      p -> fs.getFileStatus(new Path(cmd.outputPath, rel))
-    }.toMap
+    // as the table's listing shows them (an object store's HEAD may give another modification time)
+    lazy val finals: Map[String, org.apache.hadoop.fs.FileStatus] = {
+      val at = parts.flatMap(_.files).distinct.map { p =>
+        val rel = new Path(p).toUri.getPath.split('/').filter(_.nonEmpty).takeRight(depth).mkString("/")
+        p -> fs.makeQualified(new Path(cmd.outputPath, rel))
+      }
+      val listed = Listed.statuses(fs, at.map(_._2))
+      at.map { case (p, q) => p -> listed.getOrElse(q, throw new java.io.FileNotFoundException(s"$q is not listed")) }
+        .toMap
+    }
     val fallback = b.plans.filterNot { plan =>
       val mine = parts.filter(_.indexDir == plan.indexDir)
       val complete = mine.forall(_.failed.isEmpty) && parts.forall(_.indexDir.nonEmpty) &&

@@ -45,8 +45,16 @@ object CommitStore {
   private val s3Stores =
     java.util.Collections.synchronizedMap(new java.util.WeakHashMap[FileSystem, CommitStore]())
 
+  /**
+   * Hadoop setting (`spark.hadoop.sparkbloom.commit.store` in a session): `rename` makes every commit a rename
+   * without overwrite, as before conditional PUTs (the racing-writers test shows what that loses on S3); `auto`, the
+   * default, picks by store.
+   */
+  val StoreKey = "sparkbloom.commit.store"
+
   /** The commit store for the file system holding an index. Never throws. */
   def of(fs: FileSystem): CommitStore = fs.getScheme match {
+    case s if Option(fs.getConf).exists(_.get(StoreKey, "auto") == "rename") => new Rename(!CopyingRename(s), s)
     case "file" => LocalLink
     case "s3a" =>
       s3Stores.computeIfAbsent(fs,

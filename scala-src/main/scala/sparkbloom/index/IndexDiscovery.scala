@@ -46,8 +46,9 @@ object IndexDiscovery {
                 column: (ExprId, Seq[IndexedColumn]) => Option[String])
       : Option[(Path, Seq[(IndexVersion, BloomPredicate)])] = {
     val conf = session.sessionState.newHadoopConf()
-    val fs = root.getFileSystem(conf)
-    val base = IndexStore.indexesDir(fs.makeQualified(root), BloomConf.indexRoot(session))
+    val base = IndexStore.indexesDir(root.getFileSystem(conf).makeQualified(root), BloomConf.indexRoot(session))
+    // the index's own file system: `spark.sparkbloom.index.root` may be on another bucket or store than the table
+    val fs = base.getFileSystem(conf)
     if (!fs.exists(base)) None
     else {
       val used: Seq[(IndexVersion, BloomPredicate)] = fs.listStatus(base).toSeq.filter(_.isDirectory).flatMap { st =>

@@ -100,11 +100,20 @@ object IndexManager {
       catch {
         case e: ConcurrentIndexUpdateException if !full && attempt < IncrementalAttempts =>
           log.info(s"sparkbloom: ${e.getMessage}; refreshing again on the newer version")
+          backOff(attempt)
           attempt += 1
       }
     }
   }
-  val IncrementalAttempts = 3
+  /** Writers racing for versions (maintenance on write from several jobs) take turns: each loss is a retry. */
+  val IncrementalAttempts = 10
+
+  /**
+   * Before the next attempt of a commit that lost a race: a random pause growing with the attempts (up to 100 ms
+   * times the attempt), so that writers that lost together do not race again in step.
+   */
+  private[index] def backOff(attempt: Int): Unit =
+    Thread.sleep(java.util.concurrent.ThreadLocalRandom.current().nextLong(1L + 100L * math.min(attempt, 10)))
 
   private def updateOnce(spark: SparkSession, t: ResolvedTable, name: String, full: Boolean,
                          fromLog: Boolean): Unit = {
@@ -229,7 +238,8 @@ object IndexManager {
       } catch {
         case e: ConcurrentIndexUpdateException =>
           attempt += 1
-          if (attempt >= 5) throw e
+          if (attempt >= IncrementalAttempts) throw e
+          backOff(attempt)
           fs.delete(new Path(new Path(dir, dataDirName), IndexStore.LayoutFile), false)
       }
     }

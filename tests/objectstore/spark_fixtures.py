@@ -1,0 +1,31 @@
+"""The Spark fixture of the object-store suites (conftest.py imports it): one session for the run, whose S3A talks
+to the S3 server through the session's proxy (conftest's `s3_proxy` resets the proxy's delays, faults and counters
+before each test that asks for it)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from pyspark.sql import SparkSession
+from spark_s3 import s3_session
+
+
+@pytest.fixture(scope="session")
+def spark(s3_server: dict[str, Any], _s3_proxy_process: Any) -> Iterator[SparkSession]:
+    session = s3_session(_s3_proxy_process.endpoint, s3_server["access_key"], s3_server["secret_key"],
+                         warehouse="s3a://sparkbloom/warehouse")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(autouse=True)
+def _proxy_defaults_after(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that set delays or faults on the proxy leaves it with none for the next (the session's S3A goes
+    through it whether a test asks for the proxy or not)."""
+    yield
+    if "s3_proxy" in request.fixturenames:
+        from s3proxy import DEFAULTS
+
+        request.getfixturevalue("s3_proxy").configure(**{**DEFAULTS})

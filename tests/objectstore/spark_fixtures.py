@@ -19,13 +19,3 @@ def spark(s3_server: dict[str, Any], _s3_proxy_process: Any) -> Iterator[SparkSe
     yield session
     session.stop()
 
-
-@pytest.fixture(autouse=True)
-def _proxy_defaults_after(request: pytest.FixtureRequest) -> Iterator[None]:
-    """A test that set delays or faults on the proxy leaves it with none for the next (the session's S3A goes
-    through it whether a test asks for the proxy or not)."""
-    yield
-    if "s3_proxy" in request.fixturenames:
-        from s3proxy import DEFAULTS
-
-        request.getfixturevalue("s3_proxy").configure(**{**DEFAULTS})

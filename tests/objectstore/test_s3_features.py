@@ -169,7 +169,8 @@ def test_harvest_of_duckdb_filters_on_the_object_store(spark: SparkSession, tmp_
     t = f"parquet.`{path}`"
     spark.sql(f"CREATE BLOOM INDEX bk ON {t} (k)")
     d = describe(spark, "bk", t)
-    assert int(d["Filters Harvested"]) == 8 and d["Filters Scanned"] == "0", d
+    # every row group's filter taken from DuckDB's files, none built by reading the column
+    assert int(d["Filters Harvested"]) == int(d["Row Groups Covered"]) > 0 and d["Filters Scanned"] == "0", d
     rows, rec = compare(spark, lambda: spark.read.parquet(path).where("k = 'd-2500'"))
     assert len(rows) == 1 and files_read(rec) == 1, rec
     rows, rec = compare(spark, lambda: spark.read.parquet(path).where("k = 'x'"))
@@ -215,7 +216,9 @@ def test_delta_dml_maintenance_and_vacuum(spark: SparkSession) -> None:
                  WHEN MATCHED THEN UPDATE SET t.id = s.val + 1000000
                  WHEN NOT MATCHED THEN INSERT (id, k, v, _part) VALUES (s.val, s.key, 0, 0)""")
     spark.sql(f"UPDATE {t} SET id = -1 WHERE k = 'k-8'")
-    spark.sql(f"DELETE FROM {t} WHERE k IN (SELECT key FROM delta_src WHERE val = 6)")
+    # an erasure by key set (Delta's DELETE takes no subquery: MERGE ... THEN DELETE)
+    spark.sql(f"MERGE INTO {t} AS t USING (SELECT key FROM delta_src WHERE val = 6) AS s ON t.k = s.key "
+              "WHEN MATCHED THEN DELETE")
     rows, _ = compare(spark, lambda: spark.read.format("delta").load(path).where("k IN ('k-5', 'k-6', 'k-8')"))
     assert rows == [(-1, "k-8", 3, 3), (1000005, "k-5", 0, 0)], rows
     settle(spark)

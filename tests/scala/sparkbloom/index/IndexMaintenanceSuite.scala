@@ -6,8 +6,8 @@ import org.apache.spark.sql.functions._
 
 import sparkbloom.BloomConf
 import sparkbloom.api.BloomIndexes
-import sparkbloom.sql.BackgroundMaintenance
 import sparkbloom.testing.SparkSessionSuite
+import sparkbloom.write.BackgroundMaintenance
 
 /**
  * Keeping an index that Spark's writes maintain (on by default) in shape: the per-index opt-out, OPTIMIZE BLOOM INDEX

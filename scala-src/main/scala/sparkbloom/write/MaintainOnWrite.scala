@@ -1,4 +1,4 @@
-package sparkbloom.sql
+package sparkbloom.write
 
 import scala.util.control.NonFatal
 

@@ -58,7 +58,7 @@ def main() -> int:
             print(f"{written} row groups, {writes} writes, {time.perf_counter() - t0:.0f} s", flush=True)
     write_s = time.perf_counter() - t0
     # the automatic OPTIMIZE runs in the background: the grown index is described once it has finished
-    getattr(spark._jvm.sparkbloom.sql.BackgroundMaintenance, "await")(spark._jsparkSession, 600_000)
+    getattr(spark._jvm.sparkbloom.write.BackgroundMaintenance, "await")(spark._jsparkSession, 600_000)
     grown = index.describe()
     assert grown["files_not_covered"] == 0, grown
     fresh = spark.read.parquet(path).bloomFilterIndex("id", "key", name="fresh").describe()

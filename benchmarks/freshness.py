@@ -126,7 +126,7 @@ def run_sink(spark: SparkSession, sink: str, base: str, args) -> dict:
     # the last batches' refreshes follow their progress events, which the listener bus delivers asynchronously
     deadline = time.time() + 120
     while True:
-        getattr(jvm.sparkbloom.sql.BackgroundMaintenance, "await")(spark._jsparkSession, 60_000)  # a Python keyword
+        getattr(jvm.sparkbloom.write.BackgroundMaintenance, "await")(spark._jsparkSession, 60_000)  # a Python keyword
         d = sparkbloom.indexes(spark, path)[0].describe()
         if d["files_not_covered"] == 0 or time.time() > deadline:
             break

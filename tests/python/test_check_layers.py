@@ -47,7 +47,7 @@ def test_a_downward_import_passes(tmp_path: Path) -> None:
          "hash (layer 0) uses index (layer 6)"),
         ({"sql/S.scala": "package sparkbloom.sql\n\nimport sparkbloom.functions.F\n\nobject S\n",
           "functions/F.scala": "package sparkbloom.functions\nobject F\n"},
-         "sql (layer 12) uses functions (layer 12)"),
+         "sql (layer 13) uses functions (layer 13)"),
         ({"index/I.scala": "package sparkbloom.index\nobject I { def x = sparkbloom.hash.H }\n",
           "hash/H.scala": "package sparkbloom.hash\nobject H\n"},
          "sparkbloom.hash.H named fully qualified"),

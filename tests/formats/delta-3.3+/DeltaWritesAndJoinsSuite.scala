@@ -9,7 +9,7 @@ import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.{ColumnSpec, IndexDescription, IndexManager, TableFormat, TableRef}
-import sparkbloom.sql.{BackgroundMaintenance, MaintainOnWrite}
+import sparkbloom.write.{BackgroundMaintenance, MaintainOnWrite}
 
 /**
  * The writes and joins of a Delta lake. Maintenance on write: Delta's own writes (appends by path and by catalog

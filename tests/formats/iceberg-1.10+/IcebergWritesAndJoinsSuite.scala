@@ -11,7 +11,7 @@ import sparkbloom.api.BloomIndexes
 import sparkbloom.index.{
   ColumnSpec, IndexDescription, IndexManager, IndexStore, IndexVersion, StoredIndex, TableFormat, TableRef
 }
-import sparkbloom.sql.{BackgroundMaintenance, MaintainOnWrite}
+import sparkbloom.write.{BackgroundMaintenance, MaintainOnWrite}
 
 /**
  * The writes and joins of an Iceberg lake.

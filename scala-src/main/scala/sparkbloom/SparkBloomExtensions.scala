@@ -6,7 +6,8 @@ import sparkbloom.formats.TableFormats
 import sparkbloom.functions.BloomFunctions
 import sparkbloom.index.TableFormat
 import sparkbloom.optimizer.{BloomScanRule, BloomSkippingRule, KeySetPruningRule}
-import sparkbloom.sql.{BackgroundMaintenance, BloomSqlParser, MaintainOnWrite}
+import sparkbloom.sql.BloomSqlParser
+import sparkbloom.write.{BackgroundMaintenance, MaintainOnWrite}
 
 /**
  * The class users name in `spark.sql.extensions`:

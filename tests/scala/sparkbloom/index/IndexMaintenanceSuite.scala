@@ -6,8 +6,8 @@ import org.apache.spark.sql.functions._
 
 import sparkbloom.BloomConf
 import sparkbloom.api.BloomIndexes
-import sparkbloom.sql.BackgroundMaintenance
 import sparkbloom.testing.SparkSessionSuite
+import sparkbloom.write.{BackgroundMaintenance, StreamingCatchUp}
 
 /**
  * Keeping an index that Spark's writes maintain (on by default) in shape: the per-index opt-out, OPTIMIZE BLOOM INDEX
@@ -394,9 +394,9 @@ class IndexMaintenanceSuite extends SparkSessionSuite {
   test("a streaming batch whose refresh does not come within the wait timeout goes on without it") {
     withRefreshesHeld { blocked =>
       // every refresh held back: each batch waits out 1 s for the one before, then commits anyway
-      val timedOut = BackgroundMaintenance.waitsTimedOut.get()
+      val timedOut = StreamingCatchUp.waitsTimedOut.get()
       val (dir, after) = stream("sink-timing-out", "1s")
-      assert(BackgroundMaintenance.waitsTimedOut.get() - timedOut >= 3, after)
+      assert(StreamingCatchUp.waitsTimedOut.get() - timedOut >= 3, after)
       assert(after.last >= 3, after) // every batch committed, none covered yet
       blocked.countDown()
       assert(BackgroundMaintenance.await(spark, 60000))

@@ -1,4 +1,4 @@
-package sparkbloom.sql
+package sparkbloom.write
 
 import java.util.Locale
 import java.util.concurrent.ConcurrentHashMap

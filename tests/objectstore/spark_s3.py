@@ -49,10 +49,13 @@ def s3a_conf(endpoint: str, access_key: str, secret_key: str, *, fast_retries: b
         "spark.hadoop.fs.s3a.aws.credentials.provider": "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider",
         "spark.hadoop.fs.s3a.change.detection.mode": "none",
     }
-    if fast_retries:  # faults are injected: S3A's retries, quicker than its defaults (500 ms, 7 attempts)
+    if fast_retries:  # faults are injected: S3A's retries, fewer and quicker than its defaults (500 ms, 7 and 20)
         conf.update({
             "spark.hadoop.fs.s3a.retry.interval": "20ms",
+            "spark.hadoop.fs.s3a.retry.limit": "4",
             "spark.hadoop.fs.s3a.retry.throttle.interval": "20ms",
+            "spark.hadoop.fs.s3a.retry.throttle.limit": "4",
+            "spark.hadoop.fs.s3a.attempts.maximum": "1",
             "spark.hadoop.fs.s3a.connection.timeout": "5000",
             "spark.hadoop.fs.s3a.connection.request.timeout": "10s",
         })

@@ -51,8 +51,8 @@ def faults_of(stats: dict[str, Any]) -> int:
 @pytest.mark.parametrize("kinds", [["503"], ["reset"], ["stall"], ["503", "reset", "stall"]])
 def test_lookups_right_under_index_faults(spark: SparkSession, s3_proxy: Any, kinds: list[str]) -> None:
     path = indexed_table(spark)
-    s3_proxy.configure(fault_rate=0.3, fault_kinds=kinds, fault_class="index", stall_ms=1500, seed=7)
-    for i in range(6):
+    s3_proxy.configure(fault_rate=0.3, fault_kinds=kinds, fault_class="index", stall_ms=600, seed=7)
+    for i in range(3):
         forget_index(spark)
         key = (i * 479) % KEYS
         rows, _ = lookup(spark, path, f"k = 'k-{key}'")

@@ -240,8 +240,8 @@ def test_iceberg_dml_maintenance_and_orphans(spark: SparkSession) -> None:
     if not has_format(spark, "Iceberg"):
         pytest.skip("no Iceberg build for this Spark line")
     name = f"ice.db.t_{uuid.uuid4().hex[:8]}"
-    spark.sql(f"CREATE TABLE {name} (id bigint, k string, v int) USING iceberg")
-    keys_df(spark).writeTo(name).append()
+    spark.sql(f"CREATE TABLE {name} (id bigint, k string, v int, _p int) USING iceberg PARTITIONED BY (_p)")
+    keys_df(spark).selectExpr("*", "v AS _p").writeTo(name).append()
     spark.sql(f"CREATE BLOOM INDEX bk ON {name} (k)")
     rows, rec = compare(spark, lambda: spark.table(name).where("k = 'k-77'"))
     assert len(rows) == 1 and files_read(rec) == 1, rec
@@ -249,17 +249,28 @@ def test_iceberg_dml_maintenance_and_orphans(spark: SparkSession) -> None:
         .createOrReplaceTempView("ice_src")
     spark.sql(f"""MERGE INTO {name} AS t USING ice_src AS s ON t.k = s.key
                  WHEN MATCHED THEN UPDATE SET t.id = s.val + 1000000
-                 WHEN NOT MATCHED THEN INSERT (id, k, v) VALUES (s.val, s.key, 0)""")
+                 WHEN NOT MATCHED THEN INSERT (id, k, v, _p) VALUES (s.val, s.key, 0, 0)""")
     spark.sql(f"UPDATE {name} SET id = -1 WHERE k = 'k-8'")
     spark.sql(f"DELETE FROM {name} WHERE k IN (SELECT key FROM ice_src WHERE val = 6)")
     rows, _ = compare(spark, lambda: spark.table(name).where("k IN ('k-5', 'k-6', 'k-8')"))
-    assert rows == [(-1, "k-8", 3), (1000005, "k-5", 0)], rows
+    assert rows == [(-1, "k-8", 3, 3), (1000005, "k-5", 0, 0)], rows
     settle(spark)
-    keys_df(spark, KEYS + 10, 100, 1).writeTo(name).append()
+    keys_df(spark, KEYS + 10, 100, 1).selectExpr("*", "v AS _p").writeTo(name).append()
     assert_covered_and_one_file(spark, "bk", name, lambda: spark.table(name).where(f"k = 'k-{KEYS + 20}'"))
-    # remove_orphan_files leaves `_sparkbloom/` (Iceberg skips hidden directories)
-    spark.sql(f"CALL ice.system.remove_orphan_files(table => '{name.split('.', 1)[1]}', "
-              "older_than => TIMESTAMP '2999-01-01 00:00:00')")
+    # Iceberg's orphan-file removal (its Action API: the procedure refuses an interval under 24 hours) deletes a
+    # planted orphan, and leaves `_sparkbloom/` and the `_p=` partition directories (it skips `_` directories
+    # that are not partitions)
+    jvm = spark._jvm  # type: ignore[attr-defined]
+    table = jvm.org.apache.iceberg.spark.Spark3Util.loadIcebergTable(spark._jsparkSession, name)
+    orphan = f"{table.location()}/data/orphan.parquet"
+    orphan_path = jvm.org.apache.hadoop.fs.Path(orphan)
+    ofs = orphan_path.getFileSystem(spark._jsc.hadoopConfiguration())  # type: ignore[attr-defined]
+    ofs.create(orphan_path).close()
+    import time
+
+    jvm.org.apache.iceberg.spark.actions.SparkActions.get(spark._jsparkSession).deleteOrphanFiles(table) \
+        .olderThan(int(time.time() * 1000) + 60_000).execute()
+    assert not ofs.exists(orphan_path), "the orphan-file removal ran"
     d = describe(spark, "bk", name)
     assert d["Problems"] == "none" and d["Files Not Covered"] == "0", d
     rows, rec = compare(spark, lambda: spark.table(name).where("k = 'k-99'"))

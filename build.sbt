@@ -131,17 +131,20 @@ lazy val root = (project in file("."))
     s3aJars := {
       val h = hadoopVersion.getOrElse(sys.error(s"project/versions.properties has no hadoop.${sparkLine.id}"))
       // The line's Spark must ship this Hadoop: S3A is not compatible across Hadoop versions.
-      val shipped = ((Compile / dependencyClasspath).value.flatMap(_.get(moduleID.key))
-        .filter(_.name == "hadoop-client-api").map(_.revision) ++
-        (Compile / unmanagedJars).value.map(_.data.getName).collect {
-          case n if n.startsWith("hadoop-client-api-") => n.stripPrefix("hadoop-client-api-").stripSuffix(".jar")
-        }).distinct
+      val shipped =
+        ((Compile / dependencyClasspath).value.flatMap(_.get(moduleID.key))
+          .filter(_.name == "hadoop-client-api").map(_.revision) ++
+          (Compile / unmanagedJars).value.map(_.data.getName).collect {
+            case n if n.startsWith("hadoop-client-api-") => n.stripPrefix("hadoop-client-api-").stripSuffix(".jar")
+          }).distinct
       if (shipped != Seq(h)) sys.error(s"hadoop.${sparkLine.id}=$h, but Spark ${sparkLine.spark} ships Hadoop $shipped")
       val spark = (Compile / dependencyClasspath).value.flatMap(_.get(moduleID.key)).map(m => (m.organization, m.name))
         .toSet
       val jars = Classpaths.managedJars(S3aRuntime, Set("jar"), update.value).filterNot(a =>
-        a.get(moduleID.key).exists(m => spark((m.organization, m.name)) || m.organization == "org.apache.hadoop" &&
-          m.name != "hadoop-aws")).map(_.data)
+        a.get(moduleID.key).exists(m =>
+          spark((m.organization, m.name)) ||
+            m.organization == "org.apache.hadoop" &&
+            m.name != "hadoop-aws")).map(_.data)
       val out = target.value.getParentFile / "s3a" / s"spark-${sparkLine.id}" / "classpath.txt"
       IO.write(out, jars.map(_.getAbsolutePath).mkString("", "\n", "\n"))
       jars

@@ -3,7 +3,7 @@ writing `--writes` new partitions (`w=<writer>/n=<n>`) into one indexed Parquet 
 dynamic partition overwrite, with maintenance on write (every write commits a version of the table's bloom index).
 Lookups never catch up here (refreshOnRead off), so a version lost to a race shows as files not covered.
 
-Prints one JSON line: {"writer", "writes", "failed", "seconds"}.
+Prints one JSON line: {"writer", "writes", "failed", "published" (index versions it was told it won), "seconds"}.
 """
 
 from __future__ import annotations
@@ -47,7 +47,9 @@ def main() -> None:
         except Exception as e:  # a user's write must never fail because of its index: counted, reported
             failed += 1
             print(f"write {n} failed: {e}", file=sys.stderr)
-    print(json.dumps({"writer": args.writer, "writes": args.writes, "failed": failed,
+    # the index versions this JVM was told it published (each commit that "won")
+    published = int(spark._jvm.sparkbloom.index.IndexStore.published())  # type: ignore[attr-defined]  (py4j: a Number)
+    print(json.dumps({"writer": args.writer, "writes": args.writes, "failed": failed, "published": published,
                       "seconds": round(time.time() - start, 1)}))
     spark.stop()
 

@@ -193,7 +193,8 @@ def test_streaming_file_sink(spark: SparkSession, parquet_table: str) -> None:
         query.stop()
     settle(spark)
     # the file sink's own metadata log lists the table's files: the lookup reads through it
-    assert_covered_and_one_file(spark, "bk", t, lambda: spark.read.parquet(parquet_table).where(f"k = 'k-{KEYS + 250}'"))
+    assert_covered_and_one_file(spark, "bk", t,
+                                lambda: spark.read.parquet(parquet_table).where(f"k = 'k-{KEYS + 250}'"))
 
 
 def has_format(spark: SparkSession, marker: str) -> bool:

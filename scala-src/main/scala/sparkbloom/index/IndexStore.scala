@@ -28,8 +28,8 @@ import sparkbloom.index.sliced.{IndexCache, Layout, LayoutCodec, RunReader}
  *
  * A build writes its entries into a fresh directory and then publishes `_commits/<N>.json` in one atomic
  * step that fails if N already exists ([[CommitStore]]: a hard link on local file systems, a conditional PUT on S3,
- * rename-without-overwrite elsewhere). Readers use the highest commit whose data loads. An interrupted build leaves only an
- * unreferenced directory; two concurrent writers of N: one wins, the other gets a clear error.
+ * rename-without-overwrite elsewhere). Readers use the highest commit whose data loads. An interrupted build leaves
+ * only an unreferenced directory; two concurrent writers of N: one wins, the other gets a clear error.
  */
 object IndexStore {
   private val log = LoggerFactory.getLogger(getClass)
@@ -86,10 +86,14 @@ object IndexStore {
     val dir = new Path(indexDir, CommitsDir)
     mkdirs(fs, dir)
     val target = new Path(dir, s"${meta.version}.json")
-    if (!CommitStore.of(fs).publishIfAbsent(fs, conf, target, mapper.writeValueAsBytes(meta)))
-      throw new ConcurrentIndexUpdateException(s"bloom index ${meta.name} was updated concurrently: version " +
-        s"${meta.version} was committed by another writer; nothing was changed by this one, retry the statement")
+    val won = CommitStore.of(fs).publishIfAbsent(fs, conf, target, mapper.writeValueAsBytes(meta))
+    if (won) published.incrementAndGet()
+    else throw new ConcurrentIndexUpdateException(s"bloom index ${meta.name} was updated concurrently: version " +
+      s"${meta.version} was committed by another writer; nothing was changed by this one, retry the statement")
   }
+
+  /** Versions this JVM published, each one it was told it won (the racing-writers test counts lost ones). */
+  val published = new java.util.concurrent.atomic.AtomicLong()
 
   /** Removes version `version`'s commit (VACUUM BLOOM INDEX). */
   def deleteCommit(fs: FileSystem, indexDir: Path, version: Long): Unit =

@@ -80,6 +80,9 @@ def race(spark: SparkSession, s3_proxy: Any, s3: dict[str, str], writers: int, c
     result.update(published=published, lost=published - (len(result["versions"]) - 1))
     result.update(table=table, writes=sum(r["writes"] for r in reports), failed=sum(r["failed"] for r in reports),
                   seconds=max(r["seconds"] for r in reports), stats=s3_proxy.stats())
+    out = HERE.parents[1] / "target" / "objectstore" / f"racing-{commit_store}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({k: v for k, v in result.items() if k != "describe"}, indent=1, default=str))
     print(f"racing writers ({commit_store}): {writers} writers, {result['writes']} writes, "
           f"{result['failed']} failed, {result['published']} versions published, {len(result['versions'])} there "
           f"(highest {max(result['versions'])}), {result['lost']} lost, {len(result['torn'])} torn, "

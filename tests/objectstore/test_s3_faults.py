@@ -5,7 +5,9 @@ update, and a failed build leaves the previous version readable."""
 
 from __future__ import annotations
 
+import json
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,6 +45,13 @@ def lookup(spark: SparkSession, path: str, where: str) -> tuple[list[tuple[Any, 
     return on, read
 
 
+def record(name: str, stats: dict[str, Any]) -> None:
+    """The proxy's counts of a fault run, in target/objectstore/faults-<name>.json (docs/object-store.md)."""
+    out = Path(__file__).resolve().parents[2] / "target" / "objectstore" / f"faults-{name}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({k: stats.get(k) for k in ("requests", "by_class", "status", "faults")}, indent=1))
+
+
 def faults_of(stats: dict[str, Any]) -> int:
     return int(sum(stats.get("faults", {}).values())) if isinstance(stats.get("faults"), dict) \
         else int(stats.get("faults", 0))
@@ -60,7 +69,7 @@ def test_lookups_right_under_index_faults(spark: SparkSession, s3_proxy: Any, ki
         rows, _ = lookup(spark, path, "k = 'absent'")
         assert rows == []
     stats = s3_proxy.stats()
-    print(f"faults {kinds}: {faults_of(stats)} injected, requests {stats.get('requests')}")
+    record("index-" + "-".join(kinds), stats)
     assert faults_of(stats) > 0, stats
 
 
@@ -71,6 +80,7 @@ def test_index_unreachable_means_files_read(spark: SparkSession, s3_proxy: Any) 
     rows, read = lookup(spark, path, "k = 'k-17'")
     assert rows == [(17, "k-17")]
     assert read in (0, FILES), read  # no index used (0 records), or every file kept
+    record("index-unreachable", s3_proxy.stats())
     assert faults_of(s3_proxy.stats()) > 0
 
 
@@ -78,6 +88,7 @@ def test_write_succeeds_when_its_index_update_fails(spark: SparkSession, s3_prox
     path = indexed_table(spark)
     s3_proxy.configure(fault_rate=1.0, fault_kinds=["503"], fault_class="index")
     spark.range(KEYS, KEYS + 100, 1, 1).selectExpr("id", "concat('k-', id) AS k").write.mode("append").parquet(path)
+    record("write-index-unreachable", s3_proxy.stats())
     assert faults_of(s3_proxy.stats()) > 0
     s3_proxy.configure(fault_rate=0.0)
     forget_index(spark)
@@ -116,4 +127,5 @@ def test_lookups_right_under_faults_on_every_kind_of_request(spark: SparkSession
         forget_index(spark)
         rows, _ = lookup(spark, path, f"k = 'k-{key}'")
         assert rows == [(key, f"k-{key}")]
+    record("all-requests-503", s3_proxy.stats())
     assert faults_of(s3_proxy.stats()) > 0

@@ -169,8 +169,14 @@ def test_harvest_of_duckdb_filters_on_the_object_store(spark: SparkSession, tmp_
     t = f"parquet.`{path}`"
     spark.sql(f"CREATE BLOOM INDEX bk ON {t} (k)")
     d = describe(spark, "bk", t)
-    # every row group's filter taken from DuckDB's files, none built by reading the column
-    assert int(d["Filters Harvested"]) == int(d["Row Groups Covered"]) > 0 and d["Filters Scanned"] == "0", d
+    row_groups = int(d["Row Groups Covered"])
+    import pyspark
+
+    if not pyspark.__version__.startswith("3.5."):
+        # every row group's filter taken from DuckDB's files, none built by reading the column
+        assert int(d["Filters Harvested"]) == row_groups > 0 and d["Filters Scanned"] == "0", d
+    else:  # parquet-java 1.13 cannot read bloom_filter_length: other writers' filters are scanned instead (README)
+        assert d["Filters Harvested"] == "0" and int(d["Filters Scanned"]) == row_groups > 0, d
     rows, rec = compare(spark, lambda: spark.read.parquet(path).where("k = 'd-2500'"))
     assert len(rows) == 1 and files_read(rec) == 1, rec
     rows, rec = compare(spark, lambda: spark.read.parquet(path).where("k = 'x'"))

@@ -538,6 +538,17 @@ async def relay_body(
         dst.write(data)
         await dst.drain()
 
+    async def put_exactly(n: int, where: str) -> int:
+        """Copies the next n payload bytes of src."""
+        remaining = n
+        while remaining > 0:
+            data = await src.read(min(remaining, CHUNK))
+            if not data:
+                raise HttpError(f"stream ended inside {where}")
+            remaining -= len(data)
+            await put(data, len(data))
+        return n
+
     total = 0
     if head.chunked():
         while True:
@@ -555,27 +566,12 @@ async def relay_body(
                     if trailer == b"\r\n":
                         return total
             await put(line, 0)
-            remaining = size
-            while remaining > 0:
-                data = await src.read(min(remaining, CHUNK))
-                if not data:
-                    raise HttpError("stream ended inside a chunk")
-                remaining -= len(data)
-                total += len(data)
-                await put(data, len(data))
+            total += await put_exactly(size, "a chunk")
             crlf = await src.readexactly(2)
             await put(crlf, 0)
     length = head.content_length()
     if length is not None:
-        remaining = length
-        while remaining > 0:
-            data = await src.read(min(remaining, CHUNK))
-            if not data:
-                raise HttpError("stream ended inside a body")
-            remaining -= len(data)
-            total += len(data)
-            await put(data, len(data))
-        return total
+        return total + await put_exactly(length, "a body")
     if not until_close:
         return 0
     while True:

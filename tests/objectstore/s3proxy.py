@@ -20,7 +20,8 @@ sent per class.
 
 Control, on the same port: GET /__proxy/stats (JSON), GET /__proxy/config, POST /__proxy/config (a JSON object of
 settings to change; answers the whole configuration, 400 for an unknown or invalid setting), POST /__proxy/reset
-(counters to zero, settings kept). Control requests are neither counted nor faulted. The stats:
+(counters to zero, settings kept), GET /__proxy/log (the requests since the reset, newest 20,000: [seconds,
+method class, path class, target] each). Control requests are neither counted nor faulted. The stats:
 
     {"requests": 14, "by_method": {"PUT": 4, "LIST": 2, ...}, "by_class": {"data": 9, "index": 3, "log": 2, "other": 0},
      "by_class_method": {"data": {"PUT": 1, ...}, ...}, "bytes_sent": {"data": ..., ...} (response payload bytes),
@@ -49,7 +50,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections import defaultdict
+from collections import defaultdict, deque
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -58,6 +59,7 @@ CLASSES = ("data", "index", "log", "other")
 FAULT_KINDS = ("503", "reset", "stall")
 MAX_HEAD = 1 << 20  # request/response line + headers
 CHUNK = 64 * 1024
+LOG_SIZE = 20000  # requests kept for GET /__proxy/log (the newest ones)
 
 # Settings, their defaults and types; the CLI flags are their names with dashes (--latency-ms).
 DEFAULTS: dict[str, Any] = {
@@ -230,6 +232,7 @@ class Proxy:
         self.connections = 0
         self.upstream_connections = 0
         self.errors = 0
+        self.log: deque[list[Any]] = deque(maxlen=LOG_SIZE)
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -350,6 +353,8 @@ class Connection:
                         raise ValueError("the body must be a JSON object")
                     proxy.apply(settings)
                 payload = dict(proxy.config)
+            elif method == "GET" and path == "/__proxy/log":
+                payload = list(proxy.log)
             elif method == "POST" and path == "/__proxy/reset":
                 proxy.reset()
                 payload = {"reset": True}
@@ -377,6 +382,7 @@ class Connection:
         proxy.by_method[kind] += 1
         proxy.by_class[path_class] += 1
         proxy.by_class_method[path_class][kind] += 1
+        proxy.log.append([round(time.time() - proxy.started, 4), kind, path_class, unquote(target)[:300]])
         has_body = head.chunked() or (head.content_length() or 0) > 0
         expects_continue = "100-continue" in head.tokens("expect")
         first_byte_delay = [cfg["latency_ms"] / 1000]
@@ -667,6 +673,12 @@ class ProxyHandle:
 
     def reset(self) -> None:
         self._call("POST", "reset")
+
+    def log(self) -> list[list[Any]]:
+        """The requests since the last reset (the newest 20,000): [seconds since the reset, method class, path
+        class, request target]."""
+        result: list[list[Any]] = self._call("GET", "log")
+        return result
 
     def stop(self) -> None:
         if self.process.poll() is None:

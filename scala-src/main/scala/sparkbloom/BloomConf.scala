@@ -28,6 +28,16 @@ object BloomConf {
    * evaluated as a Spark job over the index files instead.
    */
   val CacheMaxBytes = "spark.sparkbloom.cache.maxBytes"
+  /**
+   * How long a lookup may go on using a table's list of indexes, and an index's newest commit without listing its
+   * commits again (each use still checks that no newer commit exists, with one request): a duration like `30s`;
+   * `0` lists every time. Only on object stores and other remote file systems (not `file:`), where each listing is
+   * a round trip of tens of milliseconds. Indexes created or dropped by another application are seen within it.
+   */
+  val LookupListingTtl = "spark.sparkbloom.index.listingTtl"
+  def lookupListingTtlMs(s: SparkSession, fs: org.apache.hadoop.fs.FileSystem): Long =
+    if (fs.getUri.getScheme == "file") 0L
+    else org.apache.spark.network.util.JavaUtils.timeStringAsMs(s.conf.get(LookupListingTtl, "30s"))
   /** Ceiling on filter bits per distinct value; past it the expected false reads rise instead. */
   val MaxBitsPerValue = "spark.sparkbloom.maxBitsPerValue"
   val DefaultMaxBitsPerValue = 32.0

@@ -5,6 +5,7 @@ import scala.jdk.CollectionConverters._
 
 import org.apache.hadoop.fs.Path
 import org.apache.spark.sql.{Row, SparkSession}
+import org.apache.spark.util.LongAccumulator
 
 import sparkbloom.BloomConf
 import sparkbloom.index.sliced.{EntryMeta, Segment, SegmentWriter, SummaryFilter, SummaryWriter}
@@ -75,7 +76,14 @@ object IndexBuilder {
             deferScans: Boolean, forcedSlices: Option[Int] = None)
         : Array[(Array[EntryMeta], Array[Segment], Array[DataFile], Array[Long], Array[SummaryFilter])] = {
       if (files.isEmpty) return Array.empty
-      val slices = forcedSlices.getOrElse(math.max(1, math.min(files.size, sc.defaultParallelism * 4)))
+      // A job that only harvests (scans are deferred) reads footers and filters, a few requests per file, in tasks of
+      // up to HarvestFilesPerTask files that keep HarvestWindow files in flight: its segments then hold thousands of
+      // row groups (a lookup reads one run per segment, one request each on an object store) however many cores
+      // the cluster has. A job that scans pages is CPU-bound: a few tasks per core.
+      val slices = forcedSlices.getOrElse(
+        if (deferScans) ((files.size + IndexBuilder.HarvestFilesPerTask - 1) / IndexBuilder.HarvestFilesPerTask)
+        else math.max(1, math.min(files.size, sc.defaultParallelism * 4)))
+      val window = if (deferScans) IndexBuilder.HarvestWindow else 1
       val (cols, harvest, conf, acc, skipped, fastPaths) =
         (this.cols, this.harvest, this.conf, this.acc, this.skipped, this.fastPaths)
       val dir = indexDir.toString
@@ -85,9 +93,17 @@ object IndexBuilder {
           partitionOffset + partition, summaryFpp = Option(sizer).map(s => s.summaryFpp _))
         val counts = new Array[Long](counted.length)
         val deferred = mutable.Buffer[DataFile]()
-        val entries = it.flatMap { f =>
-          FileIndexer.indexFile(f, cols, harvest, sizer, conf.value.value, acc, skipped, fastPaths, counted, counts,
-            deferScans) match {
+        val entries = IndexBuilder.overlapped(it, window) { f =>
+          // each file's counters apart (files in flight run on other threads), added up below in order
+          val mine = acc.map { case (n, _) => n -> new LongAccumulator }
+          val myCounts = new Array[Long](counted.length)
+          val built = FileIndexer.indexFile(f, cols, harvest, sizer, conf.value.value, mine, skipped, fastPaths,
+            counted, myCounts, deferScans)
+          (f, built, mine, myCounts)
+        }.flatMap { case (f, built, mine, myCounts) =>
+          mine.foreach { case (n, a) => acc(n).add(a.value) }
+          myCounts.indices.foreach(i => counts(i) += myCounts(i))
+          built match {
             case Some(rows) => rows
             case None => deferred += f; Nil
           }
@@ -135,6 +151,41 @@ object IndexBuilder {
    * native filters, or up to 16 files of 32 MiB in all that it reads whole.
    */
   val LocalMaxFiles = 16
+
+  /** Files per task of a job that only harvests, and how many of a task's files are read at once (see run). */
+  val HarvestFilesPerTask: Int = SegmentWriter.DefaultMaxSlots
+  val HarvestWindow = 16
+
+  /** Threads reading footers and filters for harvesting tasks, shared by the tasks of an executor. */
+  private lazy val harvestIo: java.util.concurrent.ExecutorService = {
+    val n = new java.util.concurrent.atomic.AtomicInteger()
+    java.util.concurrent.Executors.newFixedThreadPool(32,
+      (r: Runnable) => { val t = new Thread(r, s"sparkbloom-harvest-io-${n.incrementAndGet()}"); t.setDaemon(true); t })
+  }
+
+  /**
+   * `it` mapped by `f`, in order, with up to `window` calls of `f` running at once on [[harvestIo]] (window 1: in
+   * this thread). A call's exception is thrown where its result would have been returned.
+   */
+  private[index] def overlapped[A, B](it: Iterator[A], window: Int)(f: A => B): Iterator[B] =
+    if (window <= 1) it.map(f)
+    else new Iterator[B] {
+      private val inFlight = new java.util.ArrayDeque[java.util.concurrent.Future[B]]()
+      private def fill(): Unit = while (inFlight.size < window && it.hasNext) {
+        val a = it.next()
+        inFlight.add(harvestIo.submit(new java.util.concurrent.Callable[B] { def call(): B = f(a) }))
+      }
+      def hasNext: Boolean = { fill(); !inFlight.isEmpty }
+      def next(): B = {
+        fill()
+        try inFlight.poll().get()
+        catch {
+          case e: java.util.concurrent.ExecutionException =>
+            inFlight.forEach(_.cancel(true))
+            throw e.getCause
+        }
+      }
+    }
   val LocalMaxScanBytes: Long = 32L << 20
 
   private lazy val localPool: scala.concurrent.ExecutionContext = {

@@ -1,5 +1,6 @@
 package sparkbloom.index
 
+import com.fasterxml.jackson.databind.annotation.JsonDeserialize
 import org.apache.spark.sql.types._
 
 import sparkbloom.hash.ColumnEncoding
@@ -68,7 +69,10 @@ final case class IndexMeta(
     formatVersion: Option[Int] = None, // 2: block-sliced (layout.bin + segments); absent: 1
     referencedDirs: Option[Seq[String]] = None, // data directories whose segments this version reads
     tableSnapshot: Option[String] = None, // the table version built from (Delta, Iceberg)
-    maintainOnWrite: Option[Boolean] = None) { // Some(false): the table's writes do not update this index
+    maintainOnWrite: Option[Boolean] = None, // Some(false): the table's writes do not update this index
+    // the length of dataDir/layout.bin, so that it is read without asking the store first (contentAs: Jackson would
+    // fill an Option[Long] with an Integer for small numbers, the type argument being erased)
+    @JsonDeserialize(contentAs = classOf[java.lang.Long]) layoutBytes: Option[Long] = None) {
   def options: TableOptions =
     TableOptions(fpp, ndv, falseReadsPerKey, fppScope.contains(IndexedColumn.FileScope), maintainOnWrite)
 }

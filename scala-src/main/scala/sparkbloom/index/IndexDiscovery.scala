@@ -49,19 +49,22 @@ object IndexDiscovery {
     val base = IndexStore.indexesDir(root.getFileSystem(conf).makeQualified(root), BloomConf.indexRoot(session))
     // the index's own file system: `spark.sparkbloom.index.root` may be on another bucket or store than the table
     val fs = base.getFileSystem(conf)
-    if (!fs.exists(base)) None
-    else {
-      val used: Seq[(IndexVersion, BloomPredicate)] = fs.listStatus(base).toSeq.filter(_.isDirectory).flatMap { st =>
-        try {
-          IndexStore.latestMeta(fs, st.getPath)._1.flatMap { meta =>
-            val lookup = (id: ExprId) => column(id, meta.columns)
-            val pred = BloomPredicate.translate(cond, lookup)
-            if (pred == BloomPredicate.Unknown) None
-            else Some(IndexStore.load(fs, conf, st.getPath, meta) -> pred)
+    val ttl = BloomConf.lookupListingTtlMs(session, fs)
+    val used: Seq[(IndexVersion, BloomPredicate)] = IndexStore.indexDirs(fs, base, ttl).flatMap { dir =>
+      try {
+        IndexStore.newestForLookup(fs, dir, ttl)._1.flatMap { meta =>
+          val lookup = (id: ExprId) => column(id, meta.columns)
+          val pred = BloomPredicate.translate(cond, lookup)
+          if (pred == BloomPredicate.Unknown) None
+          else {
+            val v = IndexStore.load(fs, conf, dir, meta)
+            // a remembered version found damaged (vacuumed by another writer, say): listed again next time
+            if (v.problems.nonEmpty || v.damaged.nonEmpty) IndexStore.forget(dir)
+            Some(v -> pred)
           }
-        } catch { case NonFatal(e) => log.warn(s"sparkbloom: ignoring index ${st.getPath}: $e"); None }
-      }
-      if (used.isEmpty) None else Some(root -> used)
+        }
+      } catch { case NonFatal(e) => IndexStore.forget(dir); log.warn(s"sparkbloom: ignoring index $dir: $e"); None }
     }
+    if (used.isEmpty) None else Some(root -> used)
   }
 }

@@ -519,7 +519,7 @@ object IndexManager {
     val maxBpv = BloomConf.maxBitsPerValue(spark)
     IndexStore.mkdirs(fs, new Path(dir, dataDirName))
     try {
-      IndexStore.writeLayout(fs, dir, dataDirName, layout)
+      val layoutBytes = IndexStore.writeLayout(fs, dir, dataDirName, layout)
       val stats = layout.columns.toSeq.map(c => ColumnStats.ofLayout(layout, c, maxBpv))
       def countSource(s: String) = layout.columns.map(_.source.count(_ == ColumnSlice.sourceId(s)).toLong).sum
       val referenced = (layout.segments.map(_.file.takeWhile(_ != '/')).toSet + dataDirName).toSeq.sorted
@@ -528,7 +528,7 @@ object IndexManager {
         rowGroups = layout.numRowGroups, entries = layout.numRowGroups.toLong * layout.columns.length,
         harvested = countSource("harvest"), scanned = countSource("scan"), sizeInBytes = stats.map(_.sizeInBytes).sum,
         maxBitsPerValue = Some(maxBpv), columnStats = Some(stats), formatVersion = Some(2),
-        referencedDirs = Some(referenced))
+        referencedDirs = Some(referenced), layoutBytes = Some(layoutBytes))
       IndexStore.commit(fs, spark.sessionState.newHadoopConf(), dir, committed)
       committed
     } catch {

@@ -51,16 +51,23 @@ object IndexStore {
   def validName(name: String): Boolean = name.matches("[A-Za-z_][A-Za-z0-9_]{0,127}")
 
   /** Committed version numbers of an index, highest first. */
-  def versions(fs: FileSystem, indexDir: Path): Seq[Long] = {
+  def versions(fs: FileSystem, indexDir: Path): Seq[Long] = commits(fs, indexDir).map(_._1)
+
+  /** Committed versions, highest first, with the length of each commit file. */
+  private def commits(fs: FileSystem, indexDir: Path): Seq[(Long, Long)] = {
     val dir = new Path(indexDir, CommitsDir)
-    if (!fs.exists(dir)) Nil
-    else fs.listStatus(dir).toSeq.map(_.getPath.getName).collect {
-      case n if n.endsWith(".json") && n.dropRight(5).forall(_.isDigit) && n.length > 5 => n.dropRight(5).toLong
-    }.sorted.reverse
+    // listed without asking first whether it exists (on S3A that is a HEAD and a LIST more)
+    val listed = try fs.listStatus(dir).toSeq catch { case _: java.io.FileNotFoundException => Nil }
+    listed.map(st => st.getPath.getName -> st.getLen).collect {
+      case (n, len) if n.endsWith(".json") && n.dropRight(5).forall(_.isDigit) && n.length > 5 =>
+        n.dropRight(5).toLong -> len
+    }.sortBy(-_._1)
   }
 
-  def readMeta(fs: FileSystem, indexDir: Path, version: Long): IndexMeta = {
-    val in = fs.open(new Path(new Path(indexDir, CommitsDir), s"$version.json"))
+  /** Version `version`'s commit; `length`, when the listing gave it, spares a HEAD on object stores. */
+  def readMeta(fs: FileSystem, indexDir: Path, version: Long, length: Long = -1L): IndexMeta = {
+    val file = new Path(new Path(indexDir, CommitsDir), s"$version.json")
+    val in = if (length >= 0) RunReader.open(fs, file, length, sequential = true) else fs.open(file)
     try mapper.readValue(in: java.io.InputStream, classOf[IndexMeta])
     finally in.close()
   }
@@ -68,15 +75,76 @@ object IndexStore {
   /** The newest readable commit's metadata, with the problems met on the way. */
   def latestMeta(fs: FileSystem, indexDir: Path): (Option[IndexMeta], Seq[String]) = {
     val problems = mutable.Buffer[String]()
-    for (v <- versions(fs, indexDir)) {
+    for ((v, length) <- commits(fs, indexDir)) {
       try {
-        val m = readMeta(fs, indexDir, v)
+        val m = readMeta(fs, indexDir, v, length)
         if (m.version != v) throw new IllegalStateException(s"commit $v claims version ${m.version}")
         return (Some(m), problems.toSeq)
       } catch { case NonFatal(e) => problems += s"commit $v of ${indexDir.getName} is unreadable: ${e.getMessage}" }
     }
     (None, problems.toSeq)
   }
+
+  // ---- lookups: the indexes of a table and their newest commits, remembered ----
+  //
+  // On an object store every request waits tens of milliseconds, and finding an index's newest commit is a LIST of
+  // `_commits/` and a GET. A lookup remembers what it found: the index directories of a table root for up to
+  // `ttlMs` (a new index another application creates is seen within that), and each index's newest commit, checked
+  // before every use with one request, an open of the next version's commit (`_commits/<N+1>.json`: S3A's open is
+  // one HEAD), and read again in full once `ttlMs` has passed since it was last listed. This JVM's own commits and
+  // drops update both at once. Remembering is safe whatever another writer did meanwhile: an older version covers
+  // fewer files, never the wrong ones (files it does not cover are read), and a version whose files were vacuumed
+  // reads as damaged (its row groups are read) and is listed again at the next lookup. `ttlMs` 0: listed every time.
+
+  private final case class Remembered[T](value: T, listedAt: Long)
+  private val indexDirsSeen = new java.util.concurrent.ConcurrentHashMap[String, Remembered[Seq[Path]]]()
+  private val newestSeen = new java.util.concurrent.ConcurrentHashMap[String, Remembered[IndexMeta]]()
+
+  /** The index directories under `base` (a table's `_sparkbloom/`); none when it does not exist. */
+  def indexDirs(fs: FileSystem, base: Path, ttlMs: Long): Seq[Path] = {
+    val now = System.currentTimeMillis()
+    Option(indexDirsSeen.get(base.toString)).filter(r => ttlMs > 0 && now - r.listedAt < ttlMs).map(_.value)
+      .getOrElse {
+        val dirs =
+          try fs.listStatus(base).toSeq.filter(_.isDirectory).map(_.getPath)
+          catch { case _: java.io.FileNotFoundException => Nil }
+        if (ttlMs > 0) indexDirsSeen.put(base.toString, Remembered(dirs, now))
+        dirs
+      }
+  }
+
+  /** The newest readable commit of `indexDir` for a lookup, with the problems met when it was listed. */
+  def newestForLookup(fs: FileSystem, indexDir: Path, ttlMs: Long): (Option[IndexMeta], Seq[String]) = {
+    val now = System.currentTimeMillis()
+    Option(newestSeen.get(indexDir.toString)) match {
+      case Some(r) if ttlMs > 0 && now - r.listedAt < ttlMs && !committed(fs, indexDir, r.value.version + 1) =>
+        (Some(r.value), Nil)
+      case _ =>
+        val found = latestMeta(fs, indexDir)
+        found._1 match {
+          case Some(m) if ttlMs > 0 => newestSeen.put(indexDir.toString, Remembered(m, now))
+          case _ => newestSeen.remove(indexDir.toString)
+        }
+        found
+    }
+  }
+
+  /** Whether version `version`'s commit may exist (true when that cannot be told: the caller lists then). */
+  private def committed(fs: FileSystem, indexDir: Path, version: Long): Boolean =
+    try { fs.open(new Path(new Path(indexDir, CommitsDir), s"$version.json")).close(); true }
+    catch {
+      case _: java.io.FileNotFoundException => false
+      case NonFatal(_) => true
+    }
+
+  /** Forgets what lookups remember of `indexDir` and of its table's list of indexes (a drop, a vacuum, damage). */
+  def forget(indexDir: Path): Unit = {
+    newestSeen.remove(indexDir.toString)
+    indexDirsSeen.remove(indexDir.getParent.toString)
+  }
+
+  /** Everything lookups remember, and every loaded version and run (benchmarks: a cold lookup). */
+  def clearCaches(): Unit = { newestSeen.clear(); indexDirsSeen.clear(); IndexCache.clear() }
 
   /**
    * Publishes a version through the store's [[CommitStore]]; fails with [[ConcurrentIndexUpdateException]] if it was
@@ -87,8 +155,12 @@ object IndexStore {
     mkdirs(fs, dir)
     val target = new Path(dir, s"${meta.version}.json")
     val won = CommitStore.of(fs).publishIfAbsent(fs, conf, target, mapper.writeValueAsBytes(meta))
-    if (won) published.incrementAndGet()
-    else throw new ConcurrentIndexUpdateException(s"bloom index ${meta.name} was updated concurrently: version " +
+    if (won) {
+      published.incrementAndGet()
+      // lookups in this JVM see the new version (and a new index) at once
+      newestSeen.put(indexDir.toString, Remembered(meta, System.currentTimeMillis()))
+      indexDirsSeen.remove(indexDir.getParent.toString)
+    } else throw new ConcurrentIndexUpdateException(s"bloom index ${meta.name} was updated concurrently: version " +
       s"${meta.version} was committed by another writer; nothing was changed by this one, retry the statement")
   }
 
@@ -96,8 +168,10 @@ object IndexStore {
   val published = new java.util.concurrent.atomic.AtomicLong()
 
   /** Removes version `version`'s commit (VACUUM BLOOM INDEX). */
-  def deleteCommit(fs: FileSystem, indexDir: Path, version: Long): Unit =
+  def deleteCommit(fs: FileSystem, indexDir: Path, version: Long): Unit = {
+    forget(indexDir)
     fs.delete(new Path(new Path(indexDir, CommitsDir), s"$version.json"), false)
+  }
 
   // ---- loading: the layout of a version, cached in IndexCache (keyed by the version's own files) ----
 
@@ -121,17 +195,18 @@ object IndexStore {
     }
   }
 
-  def invalidate(indexDir: Path): Unit = IndexCache.invalidatePrefix(indexDir.toString + "@")
+  def invalidate(indexDir: Path): Unit = { forget(indexDir); IndexCache.invalidatePrefix(indexDir.toString + "@") }
 
   private def loadSliced(fs: FileSystem, indexDir: Path, meta: IndexMeta): IndexVersion = {
     val file = new Path(new Path(indexDir, meta.dataDir), LayoutFile)
     try {
       val raw = RunReader.withoutChecksumFiles(fs)
-      val length = raw.getFileStatus(file).getLen
+      // the commit says how long the layout is (commits before it did not: asked of the store)
+      val length = meta.layoutBytes.getOrElse(raw.getFileStatus(file).getLen)
       // Planning reads the layout's core only (LayoutCodec); its stats are read again on first use.
       val layout = LayoutCodec.load(length,
         (offset, n) => {
-          val in = raw.open(file)
+          val in = RunReader.open(raw, file, length, sequential = false) // the length is known: no HEAD
           try { val b = new Array[Byte](n); in.readFully(offset, b); b }
           finally in.close()
         })
@@ -143,9 +218,12 @@ object IndexStore {
       // Segments must be there and have their length; anything else in the version's directory is ignored.
       val stored = layout.segments ++ layout.summaries.segments
       val expected = stored.map(s => s.file -> s.fileLength).toMap
-      val present = stored.map(_.file.takeWhile(_ != '/')).distinct.flatMap { d =>
-        try fs.listStatus(new Path(indexDir, d)).toSeq.map(st => s"$d/${st.getPath.getName}" -> st.getLen)
-        catch { case NonFatal(_) => Nil }
+      // each directory listed once (the version's own is listed for unexpected files below)
+      val listings = (stored.map(_.file.takeWhile(_ != '/')) :+ meta.dataDir).distinct.map { d =>
+        d -> (try Some(fs.listStatus(new Path(indexDir, d)).toSeq) catch { case NonFatal(_) => None })
+      }.toMap
+      val present = listings.toSeq.flatMap { case (d, sts) =>
+        sts.getOrElse(Nil).map(st => s"$d/${st.getPath.getName}" -> st.getLen)
       }.toMap
       val damaged = expected.collect {
         case (f, len) if !present.contains(f) =>
@@ -153,10 +231,9 @@ object IndexStore {
         case (f, len) if present(f) != len =>
           problems += s"index segment $f has ${present(f)} bytes, not $len: the row groups it covers are read"; f
       }.toSet
-      try fs.listStatus(new Path(indexDir, meta.dataDir)).map(st => s"${meta.dataDir}/${st.getPath.getName}")
-          .filterNot(f => expected.contains(f) || f.endsWith("/" + LayoutFile))
-          .foreach(f => problems += s"unexpected file $f in the index is ignored")
-      catch { case NonFatal(_) => }
+      listings(meta.dataDir).getOrElse(Nil).map(st => s"${meta.dataDir}/${st.getPath.getName}")
+        .filterNot(f => expected.contains(f) || f.endsWith("/" + LayoutFile))
+        .foreach(f => problems += s"unexpected file $f in the index is ignored")
       IndexVersion(meta, indexDir, layout, Map.empty, problems.toSeq, damaged)
     } catch {
       case NonFatal(e) =>
@@ -186,9 +263,12 @@ object IndexStore {
     (found ++ v.layout.statsDamage().toSeq ++ IndexCache.damageOf(v.dir)).distinct
   }
 
-  /** Writes a version's layout into its data directory. */
-  def writeLayout(fs: FileSystem, indexDir: Path, dataDir: String, layout: Layout): Unit =
-    writeNew(fs, new Path(new Path(indexDir, dataDir), LayoutFile), LayoutCodec.encode(layout))
+  /** Writes a version's layout into its data directory; its length. */
+  def writeLayout(fs: FileSystem, indexDir: Path, dataDir: String, layout: Layout): Long = {
+    val bytes = LayoutCodec.encode(layout)
+    writeNew(fs, new Path(new Path(indexDir, dataDir), LayoutFile), bytes)
+    bytes.length.toLong
+  }
 
   /**
    * Writes a file that must not exist yet. On the local file system through java.nio: Hadoop's local file system

@@ -71,8 +71,17 @@ object IndexCache {
   def runs(fs: FileSystem, indexDir: Path, seg: Segment, blocks: Seq[Int]): Map[Int, Option[Array[Byte]]] = {
     val cached = blocks.map(b => b -> get[Array[Byte]](runKey(indexDir, seg, b))).toMap
     val missing = blocks.filter(b => cached(b).isEmpty)
+    val file = new Path(indexDir, seg.file)
     val read = if (missing.isEmpty) Map.empty[Int, Option[Array[Byte]]]
-    else RunReader.read(fs, new Path(indexDir, seg.file), seg, missing)
+    else if (RunReader.wholeSegment(fs, seg, maxBytes)) {
+      // One request for the whole (small) segment: every other run is remembered for the next lookups.
+      val all = RunReader.readWhole(fs, file, seg)
+      all.foreach {
+        case (b, Some(bytes)) if !missing.contains(b) => put(runKey(indexDir, seg, b), bytes, bytes.length + 64L)
+        case _ =>
+      }
+      missing.map(b => b -> all.getOrElse(b, None)).toMap
+    } else RunReader.read(fs, file, seg, missing)
     read.foreach {
       case (b, Some(bytes)) => runBytesRead += bytes.length; put(runKey(indexDir, seg, b), bytes, bytes.length + 64L)
       case (b, None) => reportDamage(indexDir,
@@ -94,19 +103,58 @@ object RunReader {
   }
 
   def read(fs: FileSystem, file: Path, seg: Segment, blocks: Seq[Int]): Map[Int, Option[Array[Byte]]] = {
-    val in = try fs.open(file)
+    val in = try open(fs, file, seg.fileLength, sequential = false)
     catch { case _: java.io.IOException => return blocks.map(_ -> None).toMap }
     try blocks.distinct.map { b =>
         b ->
           (try {
             val buf = new Array[Byte](seg.runBytes + 4)
             in.readFully(seg.runOffset(b), buf)
-            val crc = new CRC32(); crc.update(buf, 0, seg.runBytes)
-            val stored = (buf(seg.runBytes) & 0xff) | (buf(seg.runBytes + 1) & 0xff) << 8 |
-              (buf(seg.runBytes + 2) & 0xff) << 16 | (buf(seg.runBytes + 3) & 0xff) << 24
-            if (crc.getValue.toInt == stored) Some(buf) else None // the probe ignores the 4 trailing CRC bytes
+            checked(buf, 0, seg)
           } catch { case _: java.io.IOException => None })
       }.toMap
     finally in.close()
   }
+
+  /** Run `buf[from, from + runBytes + 4)` if its CRC matches (the probe ignores the 4 trailing CRC bytes). */
+  private def checked(buf: Array[Byte], from: Int, seg: Segment): Option[Array[Byte]] = {
+    val n = seg.runBytes
+    val crc = new CRC32(); crc.update(buf, from, n)
+    val stored = (buf(from + n) & 0xff) | (buf(from + n + 1) & 0xff) << 8 |
+      (buf(from + n + 2) & 0xff) << 16 | (buf(from + n + 3) & 0xff) << 24
+    if (crc.getValue.toInt != stored) None
+    else if (from == 0 && buf.length == n + 4) Some(buf)
+    else Some(java.util.Arrays.copyOfRange(buf, from, from + n + 4))
+  }
+
+  /**
+   * Segments up to this size are read whole from object stores (and other remote file systems): a request costs
+   * tens of milliseconds there whether it returns 32 bytes or a megabyte, so the first lookup of a segment reads
+   * all its runs and later lookups of other values read nothing.
+   */
+  val WholeSegmentMax: Long = 1L << 20
+
+  def remote(fs: FileSystem): Boolean = fs.getUri.getScheme != "file"
+
+  def wholeSegment(fs: FileSystem, seg: Segment, cacheBytes: Long): Boolean =
+    seg.fileLength <= WholeSegmentMax && seg.fileLength * 8 <= cacheBytes && remote(fs)
+
+  /** Every run of `seg`, read in one request; a run failing its CRC (or all, if the read fails) is None. */
+  def readWhole(fs: FileSystem, file: Path, seg: Segment): Map[Int, Option[Array[Byte]]] =
+    try {
+      val buf = new Array[Byte](seg.fileLength.toInt)
+      val in = open(fs, file, seg.fileLength, sequential = true)
+      try in.readFully(0L, buf) finally in.close()
+      (0 until seg.blocks).map(b => b -> checked(buf, seg.runOffset(b).toInt, seg)).toMap
+    } catch { case _: java.io.IOException => (0 until seg.blocks).map(_ -> None).toMap }
+
+  /**
+   * Opens an index file whose length the layout already gives: no HEAD before the first read on S3A (Hadoop 3.3.5
+   * and later read the length option; older ones ignore it and ask the store).
+   */
+  def open(fs: FileSystem, file: Path, length: Long, sequential: Boolean): org.apache.hadoop.fs.FSDataInputStream =
+    org.apache.hadoop.util.functional.FutureIO.awaitFuture(fs.openFile(file)
+      .opt("fs.option.openfile.length", length.toString)
+      .opt("fs.option.openfile.read.policy", if (sequential) "sequential" else "random")
+      .build())
 }

@@ -163,8 +163,8 @@ object IndexManager {
   def writePlan(spark: SparkSession, dir: Path): Option[WriteIndexer.Plan] = {
     val conf = spark.sessionState.newHadoopConf()
     val fs = dir.getFileSystem(conf)
-    val meta = IndexStore.latestMeta(fs, dir)._1.getOrElse(return None)
-    if (meta.formatVersion.getOrElse(1) < 2 || fs.exists(new Path(dir, NeedsRefresh))) return None
+    val meta = IndexStore.newestForLookup(fs, dir, BloomConf.lookupListingTtlMs(spark, fs))._1.getOrElse(return None)
+    if (meta.formatVersion.getOrElse(1) < 2 || IndexStore.fileExists(fs, new Path(dir, NeedsRefresh))) return None
     val loaded = IndexStore.load(fs, conf, dir, meta)
     if (loaded.problems.nonEmpty || loaded.memorySegments.nonEmpty) return None
     val l = loaded.layout
@@ -214,8 +214,10 @@ object IndexManager {
     val links = SummaryWriter.write(fs, dir, dataDirName, summaries)
     val written = entries.map(_.path).toSet
     var attempt = 0
+    val ttl = BloomConf.lookupListingTtlMs(spark, fs)
     while (true) {
-      val meta = IndexStore.latestMeta(fs, dir)._1.getOrElse(
+      // the newest commit as lookups know it (checked with one request; listed again after a lost commit)
+      val meta = IndexStore.newestForLookup(fs, dir, ttl)._1.getOrElse(
         throw new BloomIndexException(s"bloom index ${dir.getName} no longer exists"))
       val previous = IndexStore.load(fs, conf, dir, meta)
       if (previous.problems.nonEmpty || previous.memorySegments.nonEmpty)
@@ -325,7 +327,7 @@ object IndexManager {
   def fragments(spark: SparkSession, dir: Path): Int = {
     val conf = spark.sessionState.newHadoopConf()
     val fs = dir.getFileSystem(conf)
-    IndexStore.latestMeta(fs, dir)._1.map { m =>
+    IndexStore.newestForLookup(fs, dir, BloomConf.lookupListingTtlMs(spark, fs))._1.map { m =>
       val l = IndexStore.load(fs, conf, dir, m).layout
       l.segments.filter(_.count < OptimizeMinSlots).map(_.file.takeWhile(_ != '/')).toSet.size
     }.getOrElse(0)
@@ -439,7 +441,7 @@ object IndexManager {
       math.max(1, math.min(toBuild.size, ((rgs + n - 1) / n).toInt))
     }
     try {
-      fs.mkdirs(dataDir)
+      IndexStore.mkdirs(fs, dataDir)
       val stats =
         // Harvesting, the sizing counts come with the first job, and a second job scans only what must be.
         if (harvesting && budgeted.nonEmpty && toBuild.nonEmpty)

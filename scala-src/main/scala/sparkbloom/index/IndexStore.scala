@@ -57,7 +57,8 @@ object IndexStore {
   private def commits(fs: FileSystem, indexDir: Path): Seq[(Long, Long)] = {
     val dir = new Path(indexDir, CommitsDir)
     // listed without asking first whether it exists (on S3A that is a HEAD and a LIST more)
-    val listed = try fs.listStatus(dir).toSeq catch { case _: java.io.FileNotFoundException => Nil }
+    val listed = try fs.listStatus(dir).toSeq
+    catch { case _: java.io.FileNotFoundException => Nil }
     listed.map(st => st.getPath.getName -> st.getLen).collect {
       case (n, len) if n.endsWith(".json") && n.dropRight(5).forall(_.isDigit) && n.length > 5 =>
         n.dropRight(5).toLong -> len
@@ -96,7 +97,14 @@ object IndexStore {
   // fewer files, never the wrong ones (files it does not cover are read), and a version whose files were vacuumed
   // reads as damaged (its row groups are read) and is listed again at the next lookup. `ttlMs` 0: listed every time.
 
-  private final case class Remembered[T](value: T, listedAt: Long)
+  private final case class Remembered[T](value: T, listedAt: Long, checkedAt: Long = 0L)
+
+  /**
+   * A newest commit checked this recently is used without checking again: one statement (a write and its index
+   * update, a query with several scans) asks several times within milliseconds, and a commit another application
+   * made in the last second counts as made after the statement started.
+   */
+  val FreshForMs = 1000L
   private val indexDirsSeen = new java.util.concurrent.ConcurrentHashMap[String, Remembered[Seq[Path]]]()
   private val newestSeen = new java.util.concurrent.ConcurrentHashMap[String, Remembered[IndexMeta]]()
 
@@ -117,12 +125,15 @@ object IndexStore {
   def newestForLookup(fs: FileSystem, indexDir: Path, ttlMs: Long): (Option[IndexMeta], Seq[String]) = {
     val now = System.currentTimeMillis()
     Option(newestSeen.get(indexDir.toString)) match {
-      case Some(r) if ttlMs > 0 && now - r.listedAt < ttlMs && !committed(fs, indexDir, r.value.version + 1) =>
+      case Some(r)
+          if ttlMs > 0 && now - r.listedAt < ttlMs &&
+            (now - r.checkedAt < FreshForMs || !committed(fs, indexDir, r.value.version + 1)) =>
+        if (now - r.checkedAt >= FreshForMs) newestSeen.replace(indexDir.toString, r, r.copy(checkedAt = now))
         (Some(r.value), Nil)
       case _ =>
         val found = latestMeta(fs, indexDir)
         found._1 match {
-          case Some(m) if ttlMs > 0 => newestSeen.put(indexDir.toString, Remembered(m, now))
+          case Some(m) if ttlMs > 0 => newestSeen.put(indexDir.toString, Remembered(m, now, now))
           case _ => newestSeen.remove(indexDir.toString)
         }
         found
@@ -131,11 +142,8 @@ object IndexStore {
 
   /** Whether version `version`'s commit may exist (true when that cannot be told: the caller lists then). */
   private def committed(fs: FileSystem, indexDir: Path, version: Long): Boolean =
-    try { fs.open(new Path(new Path(indexDir, CommitsDir), s"$version.json")).close(); true }
-    catch {
-      case _: java.io.FileNotFoundException => false
-      case NonFatal(_) => true
-    }
+    try fileExists(fs, new Path(new Path(indexDir, CommitsDir), s"$version.json"))
+    catch { case NonFatal(_) => true }
 
   /** Forgets what lookups remember of `indexDir` and of its table's list of indexes (a drop, a vacuum, damage). */
   def forget(indexDir: Path): Unit = {
@@ -158,10 +166,14 @@ object IndexStore {
     if (won) {
       published.incrementAndGet()
       // lookups in this JVM see the new version (and a new index) at once
-      newestSeen.put(indexDir.toString, Remembered(meta, System.currentTimeMillis()))
+      val now = System.currentTimeMillis()
+      newestSeen.put(indexDir.toString, Remembered(meta, now, now))
       indexDirsSeen.remove(indexDir.getParent.toString)
-    } else throw new ConcurrentIndexUpdateException(s"bloom index ${meta.name} was updated concurrently: version " +
-      s"${meta.version} was committed by another writer; nothing was changed by this one, retry the statement")
+    } else {
+      forget(indexDir) // the next attempt lists the commits again
+      throw new ConcurrentIndexUpdateException(s"bloom index ${meta.name} was updated concurrently: version " +
+        s"${meta.version} was committed by another writer; nothing was changed by this one, retry the statement")
+    }
   }
 
   /** Versions this JVM published, each one it was told it won (the racing-writers test counts lost ones). */
@@ -220,7 +232,9 @@ object IndexStore {
       val expected = stored.map(s => s.file -> s.fileLength).toMap
       // each directory listed once (the version's own is listed for unexpected files below)
       val listings = (stored.map(_.file.takeWhile(_ != '/')) :+ meta.dataDir).distinct.map { d =>
-        d -> (try Some(fs.listStatus(new Path(indexDir, d)).toSeq) catch { case NonFatal(_) => None })
+        d ->
+          (try Some(fs.listStatus(new Path(indexDir, d)).toSeq)
+          catch { case NonFatal(_) => None })
       }.toMap
       val present = listings.toSeq.flatMap { case (d, sts) =>
         sts.getOrElse(Nil).map(st => s"$d/${st.getPath.getName}" -> st.getLen)
@@ -279,15 +293,34 @@ object IndexStore {
     case l: org.apache.hadoop.fs.LocalFileSystem =>
       java.nio.file.Files.write(l.pathToFile(path).toPath, bytes, java.nio.file.StandardOpenOption.CREATE_NEW,
         java.nio.file.StandardOpenOption.WRITE)
+    case _ if objectStore(fs) =>
+      // Every file written this way is new by construction (a fresh version directory, a random temporary name):
+      // S3A's checks that the path is free (a HEAD and a LIST before the PUT) are skipped (Hadoop 3.3.5+; older
+      // ones ignore the option).
+      val out = fs.createFile(path).overwrite(true).opt("fs.s3a.create.performance", "true").build()
+      try out.write(bytes)
+      finally out.close()
     case _ =>
       val out = fs.create(path, false)
       try out.write(bytes)
       finally out.close()
   }
 
+  /** An object store (S3A): no directories to make, files appear whole on close, every request a round trip. */
+  def objectStore(fs: FileSystem): Boolean = fs.getUri.getScheme == "s3a"
+
+  /**
+   * Whether `file` exists, asked with one request on an object store (S3A's open is a HEAD; `exists` adds a LIST
+   * when the file is not there, for a directory of that name).
+   */
+  def fileExists(fs: FileSystem, file: Path): Boolean =
+    try { fs.open(file).close(); true }
+    catch { case _: java.io.FileNotFoundException => false }
+
   /** `fs.mkdirs`, without forking `chmod` on the local file system (see [[writeNew]]). */
   def mkdirs(fs: FileSystem, dir: Path): Unit = fs match {
     case l: org.apache.hadoop.fs.LocalFileSystem => java.nio.file.Files.createDirectories(l.pathToFile(dir).toPath)
+    case _ if objectStore(fs) => // nothing to make: a directory is a key prefix, and S3A's mkdirs costs requests
     case _ => fs.mkdirs(dir)
   }
 

@@ -186,9 +186,11 @@ object MaintainOnWrite extends Logging {
   def indexNames(session: SparkSession, root: Path): Seq[String] = {
     val dir = IndexStore.indexesDir(root, BloomConf.indexRoot(session))
     val fs = dir.getFileSystem(session.sessionState.newHadoopConf())
-    if (!fs.exists(dir)) Nil
-    else fs.listStatus(dir).toSeq.filter(_.isDirectory).map(_.getPath)
-      .filter(p => IndexStore.latestMeta(fs, p)._1.exists(!_.maintainOnWrite.contains(false))).map(_.getName).sorted
+    // as lookups find them (remembered on object stores: see IndexStore.indexDirs and newestForLookup)
+    val ttl = BloomConf.lookupListingTtlMs(session, fs)
+    IndexStore.indexDirs(fs, dir, ttl)
+      .filter(p => IndexStore.newestForLookup(fs, p, ttl)._1.exists(!_.maintainOnWrite.contains(false)))
+      .map(_.getName).sorted
   }
 
   private[write] def tableOf(cmd: InsertIntoHadoopFsRelationCommand): TableRef =

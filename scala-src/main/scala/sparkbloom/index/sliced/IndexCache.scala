@@ -144,7 +144,8 @@ object RunReader {
     try {
       val buf = new Array[Byte](seg.fileLength.toInt)
       val in = open(fs, file, seg.fileLength, sequential = true)
-      try in.readFully(0L, buf) finally in.close()
+      try in.readFully(0L, buf)
+      finally in.close()
       (0 until seg.blocks).map(b => b -> checked(buf, seg.runOffset(b).toInt, seg)).toMap
     } catch { case _: java.io.IOException => (0 until seg.blocks).map(_ -> None).toMap }
 
@@ -154,7 +155,7 @@ object RunReader {
    */
   def open(fs: FileSystem, file: Path, length: Long, sequential: Boolean): org.apache.hadoop.fs.FSDataInputStream =
     org.apache.hadoop.util.functional.FutureIO.awaitFuture(fs.openFile(file)
-      .opt("fs.option.openfile.length", length.toString)
-      .opt("fs.option.openfile.read.policy", if (sequential) "sequential" else "random")
-      .build())
+        .opt("fs.option.openfile.length", length.toString)
+        .opt("fs.option.openfile.read.policy", if (sequential) "sequential" else "random")
+        .build())
 }

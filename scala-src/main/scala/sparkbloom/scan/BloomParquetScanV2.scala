@@ -16,7 +16,9 @@ import sparkbloom.index.{RowGroupSelection, SerializableConf}
  * the files' own bloom filters checked at read time exactly as [[BloomParquetFileFormat]] does for V1: each
  * file split handed to Spark's own V2 reader factory is first cut to the row groups that may match
  * ([[NativeFilters]]), so Spark's reader (vectorised or not) reads the rest. parquet-java's bloom level is
- * already off for the scan (the rule sets it in the relation's options). A scan with a pushed-down aggregate
+ * already off for the scan (the rule sets it in the relation's options). When a pushed filter can be true for a
+ * float or double NaN, files whose writer may leave NaN out of min/max are read by a second factory built without
+ * statistics and page-index filtering ([[NanGuard]]). A scan with a pushed-down aggregate
  * is never wrapped (it answers from footers, not rows).
  */
 class BloomParquetScanV2(val original: ParquetScan, val spec: NativeSpec, minSkipPerExtraRead: Long,
@@ -53,7 +55,18 @@ class BloomParquetScanV2(val original: ParquetScan, val spec: NativeSpec, minSki
   override def createReaderFactory(): PartitionReaderFactory = original.createReaderFactory() match {
     case f: ParquetPartitionReaderFactory =>
       val conf = sparkSession.sparkContext.broadcast(new SerializableConf(original.hadoopConf))
-      new NativeFilteringReaderFactory(f, spec, conf, minSkipPerExtraRead, selection)
+      // Files whose writer may leave NaN out of min/max are read by a factory built without statistics and
+      // page-index filtering ([[NanGuard]]).
+      val nanSafe =
+        if (!NanGuard.needed(sparkSession, original.pushedFilters.toSeq, original.hadoopConf)) None
+        else new ParquetScan(original.sparkSession, NanGuard.withoutStatistics(original.hadoopConf),
+          original.fileIndex, original.dataSchema, original.readDataSchema, original.readPartitionSchema,
+          original.pushedFilters, original.options, original.pushedAggregate, original.partitionFilters,
+          original.dataFilters).createReaderFactory() match {
+          case g: ParquetPartitionReaderFactory => Some(g)
+          case _ => None
+        }
+      new NativeFilteringReaderFactory(f, spec, conf, minSkipPerExtraRead, selection, nanSafe)
     case other => other
   }
 
@@ -74,12 +87,21 @@ object BloomParquetScanV2 {
 /** Spark's V2 Parquet reader factory, handed each file split cut to the row groups native filters keep. */
 final class NativeFilteringReaderFactory(inner: ParquetPartitionReaderFactory, spec: NativeSpec,
                                          conf: Broadcast[SerializableConf], minSkip: Long,
-                                         selection: RowGroupSelection) extends FilePartitionReaderFactory {
+                                         selection: RowGroupSelection,
+                                         nanSafe: Option[ParquetPartitionReaderFactory] = None)
+  extends FilePartitionReaderFactory {
   override def options: FileSourceOptions = inner.options
   override def supportColumnarReads(partition: InputPartition): Boolean = inner.supportColumnarReads(partition)
-  override def buildReader(file: PartitionedFile): PartitionReader[InternalRow] = narrowed(file, inner.buildReader)
+  override def buildReader(file: PartitionedFile): PartitionReader[InternalRow] =
+    narrowed(file, factoryFor(file).buildReader)
   override def buildColumnarReader(file: PartitionedFile): PartitionReader[ColumnarBatch] =
-    narrowed(file, inner.buildColumnarReader)
+    narrowed(file, factoryFor(file).buildColumnarReader)
+
+  /** Spark's factory, or for a file whose writer may leave NaN out of min/max the one without statistics filters. */
+  private def factoryFor(file: PartitionedFile): ParquetPartitionReaderFactory = nanSafe match {
+    case Some(f) if !NanGuard.statisticsSafe(conf.value.value, file) => f
+    case _ => inner
+  }
 
   private def narrowed[T](file: PartitionedFile, build: PartitionedFile => PartitionReader[T]): PartitionReader[T] =
     BloomParquetFileFormat.splitsToRead(file, selection, Some(spec), conf.value.value, minSkip) match {

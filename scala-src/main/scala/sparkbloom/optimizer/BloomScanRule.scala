@@ -32,7 +32,7 @@ class BloomScanRule(session: SparkSession, formats: Seq[TableFormat]) extends Co
     case s: FileSourceScanExec => if (measured(s)) BloomScanMetricsExec(s) else s
     case b: BatchScanExec if measured(b) => BloomScanMetricsExec(b)
     case b: BatchScanExec if BloomConf.enabled(session) =>
-      // A rewritten scan nothing prunes (it only reads some files without statistics filters, NanGuard) is kept
+      // A rewritten scan nothing prunes (it only reads some files with fewer pushed filters, NanGuard) is kept
       // without a metrics node.
       try TableFormat.first(formats)(_.rewritePhysical(session, b)).map(w =>
           if (measured(w)) BloomScanMetricsExec(w) else w).getOrElse(b)

@@ -105,4 +105,8 @@ object Conditions {
     }
     filters.iterator.flatMap(walk(_, positive = true)).toSet
   }
+
+  /** The conjuncts of `filters` (Spark pushes a conjunction) that cannot be true for NaN on any column. */
+  def nanSafe(filters: Seq[sources.Filter]): Seq[sources.Filter] =
+    filters.filter(f => nanSensitiveColumns(Seq(f)).isEmpty)
 }

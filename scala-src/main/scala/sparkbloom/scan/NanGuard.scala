@@ -20,15 +20,16 @@ import sparkbloom.predicate.Conditions
  *
  * So, per file, for a scan whose pushed-down filters can be true for NaN on a float or double column
  * ([[Conditions.nanSensitiveColumns]]): a file whose `created_by` names a writer known to count NaN in min/max is
- * read as usual (full statistics pruning); any other is read by a reader built with both levels off, as a file
- * without statistics would be (dictionary filtering, which sees every value, stays on). Only those scans read a
- * file's `created_by` (once per file and executor, from the footer without its row groups); an unreadable
- * footer reads the file without the two levels.
+ * read as usual (full statistics pruning); any other is read by a reader handed only the pushed conjuncts that
+ * cannot be true for NaN ([[Conditions.nanSafe]]): for the others parquet-java prunes nothing (no statistics,
+ * page-index or dictionary level), as for a file without statistics, and Spark evaluates them on the rows. Only
+ * those scans read a file's `created_by` (once per file and executor, from the footer without its row groups);
+ * an unreadable footer counts as an unknown writer.
  */
 object NanGuard {
 
   /**
-   * Whether a scan handed `filters` (the filters Spark pushes to parquet-java) under `conf` (the scan's Hadoop
+   * Whether a scan handed `filters` (the conjuncts Spark pushes to parquet-java) under `conf` (the scan's Hadoop
    * conf) needs the per-file check: the guard is on (`spark.sparkbloom.nanGuard.enabled`), a filter can be
    * true for NaN on a float or double column, and statistics or page-index filtering is on.
    */
@@ -37,14 +38,6 @@ object NanGuard {
       (conf.getBoolean(BloomParquetFileFormat.StatisticsFiltering, true) ||
         conf.getBoolean(BloomParquetFileFormat.ColumnIndexFiltering, true)) &&
       Conditions.nanSensitiveColumns(filters).nonEmpty
-
-  /** A copy of `conf` with parquet-java's statistics and page-index filtering off. */
-  def withoutStatistics(conf: Configuration): Configuration = {
-    val c = new Configuration(conf)
-    c.setBoolean(BloomParquetFileFormat.StatisticsFiltering, false)
-    c.setBoolean(BloomParquetFileFormat.ColumnIndexFiltering, false)
-    c
-  }
 
   /** Whether `file`'s writer counts NaN in float and double min/max, so its statistics can be filtered by. */
   def statisticsSafe(conf: Configuration, file: PartitionedFile): Boolean = {

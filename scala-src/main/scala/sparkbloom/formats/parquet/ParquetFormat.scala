@@ -159,8 +159,8 @@ object ParquetFormat extends TableFormat {
                       native: Boolean): Option[LogicalPlan] = {
     val fromIndexes = indexes(session, cond, rel, names, catalogLocation)
     // With neither indexes nor native filters, the scan is still taken over when its condition names a float or
-    // double column: BloomParquetFileFormat reads the files whose writer may leave NaN out of min/max without
-    // parquet-java's statistics filters when the filters Spark pushes can be true for NaN (NanGuard).
+    // double column: BloomParquetFileFormat reads the files whose writer may leave NaN out of min/max with only the
+    // pushed filters that cannot be true for NaN, when some can (NanGuard).
     if (fromIndexes.isEmpty && !native && !ParquetGuards.nanGuardMayApply(session, cond)) return None
     val selection = new RowGroupSelection(BloomConf.rowGroupPruning(session))
     val opts = NativeFilters.options(session, rel.options)

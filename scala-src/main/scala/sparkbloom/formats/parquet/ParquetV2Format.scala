@@ -125,7 +125,7 @@ object ParquetV2Format extends TableFormat {
     }
     val indexedCols = indexes.toSeq.flatten.flatMap(_._1.meta.columns.map(_.name.toLowerCase(Locale.ROOT))).toSet
     val spec = NativeSpec(session, cond, names.get, indexedCols, opts, enabled = native)
-    // Nothing can prune, and no file needs reading without statistics filters (NanGuard): Spark's scan as it is.
+    // Nothing can prune, and no file needs reading with fewer pushed filters (NanGuard): Spark's scan as it is.
     if (spec.metrics == null && index.isEmpty &&
       !NanGuard.needed(session, s.pushedFilters.toSeq, s.hadoopConf)) None
     else Some(new BloomParquetScanV2(s, spec, BloomConf.minSkipPerExtraRead(session), index))

@@ -56,6 +56,15 @@ object BloomConf {
   def nativeFilters(s: SparkSession): Boolean = s.conf.get(NativeFilters, "true").toBoolean
 
   /**
+   * For conditions that can be true for a float or double NaN (`x > 1e6`, `x <> 1.0`, `NOT (x <= 0)`, ...), files
+   * whose writer may leave NaN out of min/max (anything but parquet-java) are read with only the pushed filters that
+   * cannot be true for NaN: parquet-java's statistics and page-index filters would drop their NaN rows (see
+   * [[sparkbloom.scan.NanGuard]]). On by default; false restores the plain behaviour (benchmarks, diagnosis).
+   */
+  val NanGuard = "spark.sparkbloom.nanGuard.enabled"
+  def nanGuard(s: SparkSession): Boolean = s.conf.get(NanGuard, "true").toBoolean
+
+  /**
    * Run-time pruning: a scan whose indexed column is equated with keys another part of the plan produces (a
    * join, `IN (subquery)`, `EXISTS`, a MERGE) chooses its files and row groups from those keys at execution.
    * See docs/runtime-pruning.md for the thresholds below and the measurements behind their defaults.

@@ -32,8 +32,10 @@ class BloomScanRule(session: SparkSession, formats: Seq[TableFormat]) extends Co
     case s: FileSourceScanExec => if (measured(s)) BloomScanMetricsExec(s) else s
     case b: BatchScanExec if measured(b) => BloomScanMetricsExec(b)
     case b: BatchScanExec if BloomConf.enabled(session) =>
-      try TableFormat.first(formats)(_.rewritePhysical(session, b)).filter(measured).map(
-          BloomScanMetricsExec(_)).getOrElse(b)
+      // A rewritten scan nothing prunes (it only reads some files with fewer pushed filters, NanGuard) is kept
+      // without a metrics node.
+      try TableFormat.first(formats)(_.rewritePhysical(session, b)).map(w =>
+          if (measured(w)) BloomScanMetricsExec(w) else w).getOrElse(b)
       catch { case NonFatal(e) => log.warn(s"sparkbloom: V2 scan left as it was after an error: $e"); b }
     case other if other.children.isEmpty => other
     case other =>

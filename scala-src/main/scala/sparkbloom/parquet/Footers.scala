@@ -134,6 +134,34 @@ object Footers {
     parsed
   }
 
+  /**
+   * The `created_by` of the file at `path` (listed length `length`), from its footer read without its row groups
+   * (one read of the file's last bytes, a second only for a footer longer than them). None when the file has no
+   * plain footer at the listed end (an encrypted footer, a changed file), none is recorded, or anything fails.
+   */
+  def createdBy(conf: Configuration, path: Path, length: Long): Option[String] = {
+    if (length < 12) return None
+    val in = path.getFileSystem(conf).open(path)
+    try {
+      val n = math.min(length, 8L * 1024).toInt
+      val start = length - n
+      val tail = new Array[Byte](n)
+      TailStream.readAt(in, start, tail, 0, n)
+      val footerLength = java.nio.ByteBuffer.wrap(tail, n - 8, 4).order(java.nio.ByteOrder.LITTLE_ENDIAN).getInt
+      val footerStart = length - 8 - footerLength
+      if (!java.util.Arrays.equals(tail, n - 4, n, Magic, 0, 4) || footerLength <= 0 || footerStart < 4) None
+      else {
+        val footerBytes =
+          if (footerStart >= start) java.util.Arrays.copyOfRange(tail, (footerStart - start).toInt, n - 8)
+          else { val b = new Array[Byte](footerLength); TailStream.readAt(in, footerStart, b, 0, footerLength); b }
+        val thrift = org.apache.parquet.format.Util.readFileMetaData(new java.io.ByteArrayInputStream(footerBytes),
+          true)
+        if (thrift.isSetCreated_by) Some(thrift.getCreated_by) else None
+      }
+    } catch { case scala.util.control.NonFatal(_) => None }
+    finally in.close()
+  }
+
   def read(conf: Configuration, path: Path): FooterInfo = {
     val input = HadoopInputFile.fromPath(path, conf)
     val reader = open(input)

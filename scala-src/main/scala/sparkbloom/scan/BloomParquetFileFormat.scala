@@ -11,7 +11,7 @@ import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 
 import sparkbloom.BloomConf
 import sparkbloom.index.{RowGroupSelection, SerializableConf}
-import sparkbloom.predicate.BloomPredicate
+import sparkbloom.predicate.{BloomPredicate, Conditions}
 
 /**
  * Spark's own Parquet format, reading only the row groups that may match. Spark's reader keeps a row
@@ -26,7 +26,9 @@ import sparkbloom.predicate.BloomPredicate
  * It also turns off parquet-java's own bloom-filter row-group filtering for the scan: that filtering trusts
  * whatever filter a file carries (a corrupt header silently drops rows, e.g. DuckDB's
  * `bloom_filter_short_numbytes.parquet`) and probes only the literal's own zero. Statistics and dictionary
- * filtering stay on, except as the Parquet table formats turn them off for ±0.0 and NaN (through the scan's options).
+ * filtering stay on, except as the Parquet table formats turn them off for ±0.0 and NaN (through the scan's options),
+ * and, when a pushed filter can be true for NaN, for the files whose writer may leave NaN out of min/max
+ * ([[NanGuard]]: such a file is read by a second reader handed only the filters that cannot be true for NaN).
  */
 class BloomParquetFileFormat(val selection: RowGroupSelection, val native: Option[NativeSpec] = None)
   extends ParquetFileFormat {
@@ -40,17 +42,30 @@ class BloomParquetFileFormat(val selection: RowGroupSelection, val native: Optio
       options: Map[String, String],
       hadoopConf: Configuration): PartitionedFile => Iterator[InternalRow] = {
     hadoopConf.setBoolean(BloomParquetFileFormat.NativeBloomFiltering, false) // a per-scan copy of the conf
-    val read = super.buildReaderWithPartitionValues(sparkSession, dataSchema, partitionSchema, requiredSchema,
+    val guarded = NanGuard.needed(sparkSession, filters, hadoopConf)
+    val nanSafeConf = if (guarded) Some(new Configuration(hadoopConf)) else None
+    val fullRead = super.buildReaderWithPartitionValues(sparkSession, dataSchema, partitionSchema, requiredSchema,
       filters, options, hadoopConf)
+    // Files whose writer may leave NaN out of min/max are read with only the filters that cannot be true for NaN.
+    val nanSafeRead = nanSafeConf.map(c =>
+      super.buildReaderWithPartitionValues(sparkSession, dataSchema, partitionSchema, requiredSchema,
+        Conditions.nanSafe(filters), options, c))
     val sel = selection
     val minSkip = BloomConf.minSkipPerExtraRead(sparkSession)
     val nat = native.filter(n => NativeFilters.prunable(n.all) || NativeFilters.prunable(n.covered))
-    val conf = nat.map(_ => sparkSession.sparkContext.broadcast(new SerializableConf(hadoopConf)))
-    (file: PartitionedFile) =>
+    val conf =
+      if (nat.isEmpty && !guarded) None
+      else Some(sparkSession.sparkContext.broadcast(new SerializableConf(hadoopConf)))
+    (file: PartitionedFile) => {
+      val read = nanSafeRead match {
+        case Some(r) if !NanGuard.statisticsSafe(conf.get.value.value, file) => r
+        case _ => fullRead
+      }
       BloomParquetFileFormat.splitsToRead(file, sel, nat, conf.get.value.value, minSkip) match {
         case None => read(file)
         case Some(parts) => parts.iterator.flatMap(read)
       }
+    }
   }
 
   override def toString: String =

@@ -1,6 +1,6 @@
 package sparkbloom.scan
 
-import org.apache.spark.broadcast.Broadcast
+import org.apache.hadoop.conf.Configuration
 import org.apache.spark.sql.catalyst.FileSourceOptions
 import org.apache.spark.sql.catalyst.InternalRow
 import org.apache.spark.sql.connector.read.{InputPartition, PartitionReader, PartitionReaderFactory}
@@ -10,13 +10,16 @@ import org.apache.spark.sql.execution.datasources.v2.parquet.{ParquetPartitionRe
 import org.apache.spark.sql.vectorized.ColumnarBatch
 
 import sparkbloom.index.{RowGroupSelection, SerializableConf}
+import sparkbloom.predicate.Conditions
 
 /**
  * Spark's V2 Parquet scan (`spark.read.parquet` with parquet out of `spark.sql.sources.useV1SourceList`), with
  * the files' own bloom filters checked at read time exactly as [[BloomParquetFileFormat]] does for V1: each
  * file split handed to Spark's own V2 reader factory is first cut to the row groups that may match
  * ([[NativeFilters]]), so Spark's reader (vectorised or not) reads the rest. parquet-java's bloom level is
- * already off for the scan (the rule sets it in the relation's options). A scan with a pushed-down aggregate
+ * already off for the scan (the rule sets it in the relation's options). When a pushed filter can be true for a
+ * float or double NaN, files whose writer may leave NaN out of min/max are read by a second factory handed only
+ * the filters that cannot be true for NaN ([[NanGuard]]). A scan with a pushed-down aggregate
  * is never wrapped (it answers from footers, not rows).
  */
 class BloomParquetScanV2(val original: ParquetScan, val spec: NativeSpec, minSkipPerExtraRead: Long,
@@ -52,8 +55,22 @@ class BloomParquetScanV2(val original: ParquetScan, val spec: NativeSpec, minSki
 
   override def createReaderFactory(): PartitionReaderFactory = original.createReaderFactory() match {
     case f: ParquetPartitionReaderFactory =>
-      val conf = sparkSession.sparkContext.broadcast(new SerializableConf(original.hadoopConf))
-      new NativeFilteringReaderFactory(f, spec, conf, minSkipPerExtraRead, selection)
+      // Files whose writer may leave NaN out of min/max are read by a copy of Spark's factory handed only the
+      // filters that cannot be true for NaN ([[NanGuard]]); it shares the original's broadcast conf.
+      val nanSafe =
+        if (NanGuard.needed(sparkSession, original.pushedFilters.toSeq, original.hadoopConf))
+          Some(f.copy(filters = Conditions.nanSafe(f.filters.toSeq).toArray))
+        else None
+      // The Hadoop conf on the executors: Spark's own broadcast when only NanGuard needs one (to read created_by).
+      val conf: () => Configuration =
+        if (index.isEmpty && !NativeFilters.prunable(spec.all) && !NativeFilters.prunable(spec.covered)) {
+          val b = f.broadcastedConf
+          () => b.value.value
+        } else {
+          val b = sparkSession.sparkContext.broadcast(new SerializableConf(original.hadoopConf))
+          () => b.value.value
+        }
+      new NativeFilteringReaderFactory(f, spec, conf, minSkipPerExtraRead, selection, nanSafe)
     case other => other
   }
 
@@ -73,16 +90,25 @@ object BloomParquetScanV2 {
 
 /** Spark's V2 Parquet reader factory, handed each file split cut to the row groups native filters keep. */
 final class NativeFilteringReaderFactory(inner: ParquetPartitionReaderFactory, spec: NativeSpec,
-                                         conf: Broadcast[SerializableConf], minSkip: Long,
-                                         selection: RowGroupSelection) extends FilePartitionReaderFactory {
+                                         conf: () => Configuration, minSkip: Long,
+                                         selection: RowGroupSelection,
+                                         nanSafe: Option[ParquetPartitionReaderFactory] = None)
+  extends FilePartitionReaderFactory {
   override def options: FileSourceOptions = inner.options
   override def supportColumnarReads(partition: InputPartition): Boolean = inner.supportColumnarReads(partition)
-  override def buildReader(file: PartitionedFile): PartitionReader[InternalRow] = narrowed(file, inner.buildReader)
+  override def buildReader(file: PartitionedFile): PartitionReader[InternalRow] =
+    narrowed(file, factoryFor(file).buildReader)
   override def buildColumnarReader(file: PartitionedFile): PartitionReader[ColumnarBatch] =
-    narrowed(file, inner.buildColumnarReader)
+    narrowed(file, factoryFor(file).buildColumnarReader)
+
+  /** Spark's factory, or for a file whose writer may leave NaN out of min/max the one with NaN-safe filters only. */
+  private def factoryFor(file: PartitionedFile): ParquetPartitionReaderFactory = nanSafe match {
+    case Some(f) if !NanGuard.statisticsSafe(conf(), file) => f
+    case _ => inner
+  }
 
   private def narrowed[T](file: PartitionedFile, build: PartitionedFile => PartitionReader[T]): PartitionReader[T] =
-    BloomParquetFileFormat.splitsToRead(file, selection, Some(spec), conf.value.value, minSkip) match {
+    BloomParquetFileFormat.splitsToRead(file, selection, Some(spec), conf(), minSkip) match {
       case None => build(file)
       case Some(parts) => new ConcatPartitionReader[T](parts.iterator.map(p => () => build(p)))
     }

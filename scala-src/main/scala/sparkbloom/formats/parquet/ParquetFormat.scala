@@ -158,7 +158,10 @@ object ParquetFormat extends TableFormat {
                       names: Map[ExprId, String], catalogLocation: Option[java.net.URI],
                       native: Boolean): Option[LogicalPlan] = {
     val fromIndexes = indexes(session, cond, rel, names, catalogLocation)
-    if (fromIndexes.isEmpty && !native) return None
+    // With neither indexes nor native filters, the scan is still taken over when its condition names a float or
+    // double column: BloomParquetFileFormat reads the files whose writer may leave NaN out of min/max with only the
+    // pushed filters that cannot be true for NaN, when some can (NanGuard).
+    if (fromIndexes.isEmpty && !native && !ParquetGuards.nanGuardMayApply(session, cond)) return None
     val selection = new RowGroupSelection(BloomConf.rowGroupPruning(session))
     val opts = NativeFilters.options(session, rel.options)
     val location = fromIndexes.map { case (root, used) =>

@@ -33,6 +33,15 @@ private[parquet] object ParquetGuards {
            BloomParquetFileFormat.ColumnIndexFiltering -> "false")
        else Map.empty)
 
+  /**
+   * Whether a scan filtered by `cond` may need [[sparkbloom.scan.NanGuard]]'s per-file check: the guard is on,
+   * Spark pushes filters to Parquet, and `cond` names a float or double column (the pushed filters, known only
+   * when the reader is built, decide).
+   */
+  def nanGuardMayApply(session: SparkSession, cond: Expression): Boolean =
+    BloomConf.nanGuard(session) && session.sessionState.conf.parquetFilterPushDown &&
+      Conditions.namesFloatingColumn(cond)
+
   /** The guard options `cond` needs that `options` lacks. */
   def missing(options: Map[String, String], cond: Expression): Map[String, String] =
     safeParquetJavaOptions(cond).filter { case (k, v) => !options.get(k).contains(v) }

@@ -17,7 +17,9 @@ import sparkbloom.index.{
   IndexDiscovery, IndexVersion, KeySetPruner, KeySource, NotIndexableException, ResolvedTable, RowGroupSelection,
   TableFormat, TableRef
 }
-import sparkbloom.scan.{BloomParquetScanV2, BloomSkippingFileIndex, KeySetFileIndex, NativeFilters, NativeSpec}
+import sparkbloom.scan.{
+  BloomParquetScanV2, BloomSkippingFileIndex, KeySetFileIndex, NanGuard, NativeFilters, NativeSpec
+}
 
 /**
  * Spark's V2 Parquet source (`spark.read.parquet` with parquet out of `spark.sql.sources.useV1SourceList`). Its
@@ -123,7 +125,9 @@ object ParquetV2Format extends TableFormat {
     }
     val indexedCols = indexes.toSeq.flatten.flatMap(_._1.meta.columns.map(_.name.toLowerCase(Locale.ROOT))).toSet
     val spec = NativeSpec(session, cond, names.get, indexedCols, opts, enabled = native)
-    if (spec.metrics == null && index.isEmpty) None // nothing can prune
+    // Nothing can prune, and no file needs reading with fewer pushed filters (NanGuard): Spark's scan as it is.
+    if (spec.metrics == null && index.isEmpty &&
+      !NanGuard.needed(session, s.pushedFilters.toSeq, s.hadoopConf)) None
     else Some(new BloomParquetScanV2(s, spec, BloomConf.minSkipPerExtraRead(session), index))
   }
 }

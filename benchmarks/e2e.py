@@ -12,6 +12,8 @@ Two layouts: N files of one row group each ("1rg"), and N/8 files of 8 row group
 with the same rows per row group.
 
 Every query's answer under (b) and (c) is compared with (a); any difference makes the script exit 1.
+The configs' runs of a query are interleaved, in alternating order (plain, native, sparkbloom, then the reverse):
+each query's median_s_by_order shows what running later is worth.
 
 Usage (from the repository root, after `dev/sbt bundle`; the jars are those of the running pyspark's Spark line,
 target/bundles/spark-<line>: benchmarks/line_jars.py):
@@ -267,6 +269,36 @@ def norm(rows):
     return sorted(tuple(round(v, 6) if isinstance(v, float) else v for v in r) for r in rows)
 
 
+def run_interleaved(spark, sqls, runs):
+    """Each config's query (`sqls`: config -> SQL, sparkbloom on only for "sparkbloom") once as a warm-up, then
+    `runs` rounds in alternating order (plain, native, sparkbloom; then the reverse; ...): JIT, caches and the page
+    cache favour whoever runs later, so each order's median is kept as well. Then one metrics run each. Returns
+    config -> (all timed runs, {order: runs}, rows, metrics)."""
+    cfgs = list(sqls)
+
+    def once(cfg):
+        spark.conf.set("spark.sparkbloom.enabled", "true" if cfg == "sparkbloom" else "false")
+        t = time.perf_counter()
+        rows = spark.sql(sqls[cfg]).collect()  # a fresh plan each time: listing and pruning are part of the cost
+        return time.perf_counter() - t, rows
+
+    answers = {c: once(c)[1] for c in cfgs}  # warm-up
+    by_order = {c: {"forward": [], "reverse": []} for c in cfgs}
+    for r in range(runs):
+        order = "forward" if r % 2 == 0 else "reverse"
+        for c in (cfgs if order == "forward" else cfgs[::-1]):
+            dt, rows = once(c)
+            by_order[c][order].append(dt)
+            if norm(rows) != norm(answers[c]):
+                raise RuntimeError("non-deterministic answer for " + sqls[c])
+    out = {}
+    for c in cfgs:
+        spark.conf.set("spark.sparkbloom.enabled", "true" if c == "sparkbloom" else "false")
+        _, rows, m = run_query(spark, sqls[c], 0)
+        out[c] = (by_order[c]["forward"] + by_order[c]["reverse"], by_order[c], rows, m)
+    return out
+
+
 def run_query(spark, sql, runs):
     times = []
     answer = None
@@ -382,9 +414,9 @@ def run_variant(spark, args, name, base, files, rows_per_rg, rgs_per_file, rng, 
     for qname, sql in queries(total, rng):
         res["queries"][qname] = {}
         answers = {}
+        ran = run_interleaved(spark, {c: sql.format(t=f"parquet.`{tables[c]}`") for c in CONFIGS}, args.runs)
         for cfg in CONFIGS:
-            spark.conf.set("spark.sparkbloom.enabled", "true" if cfg == "sparkbloom" else "false")
-            times, rows, m = run_query(spark, sql.format(t=f"parquet.`{tables[cfg]}`"), args.runs)
+            times, by_order, rows, m = ran[cfg]
             answers[cfg] = norm(rows)
             sk = m.pop("skipping", None)
             if cfg == "sparkbloom" and sk:
@@ -394,7 +426,8 @@ def run_variant(spark, args, name, base, files, rows_per_rg, rgs_per_file, rng, 
                 m["row_groups_read"] = round(m["rows_scanned"] / rows_per_rg_avg, 1)
                 m["row_groups_total"] = res["layout"]["row_groups"]
                 m["row_groups_exact"] = False
-            m.update(runs_s=times, median_s=statistics.median(times), rows_returned=len(rows))
+            m.update(runs_s=times, median_s=statistics.median(times), rows_returned=len(rows),
+                     median_s_by_order={o: statistics.median(v) if v else None for o, v in by_order.items()})
             res["queries"][qname][cfg] = m
         for cfg in ("native", "sparkbloom"):
             if answers[cfg] != answers["plain"]:

@@ -97,17 +97,26 @@ def star(spark: SparkSession, base: str, files: int, runs: int) -> dict:
     true_files = spark.sql("SELECT count(DISTINCT f) FROM (SELECT input_file_name() AS f FROM fact WHERE k IN "
                            "(SELECT dk FROM dim WHERE country = 'IS'))").first()[0]
     result = {"case": "star", "fact_files": files, "true_files": true_files}
-    for on in (False, True):
-        times, read, rows = [], None, None
-        for _ in range(runs + 1):  # one warm-up
+    # One warm-up of each, then runs alternating which goes first (off-on, on-off, ...): JIT, caches and the
+    # file system's page cache favour whichever runs second; the medians of each order are reported too.
+    times: dict = {(on, o): [] for on in (False, True) for o in ("off_first", "on_first")}
+    read: dict = {}
+    rows: dict = {}
+    for i in range(runs + 1):
+        order = "off_first" if i % 2 == 0 else "on_first"
+        for on in ((False, True) if order == "off_first" else (True, False)):
             df = spark.sql(q)
             r, t = timed(spark, on, lambda df=df: sorted(tuple(x) for x in df.collect()))
-            times.append(t)
-            read, rows = scan_files(df, "/fact"), r
-        key = "on" if on else "off"
-        result[key] = {"files_read": read, "median_s": statistics.median(times[1:]), "rows": len(rows)}
-        result[f"rows_{key}"] = rows
-    result["rows_equal"] = result.pop("rows_on") == result.pop("rows_off")
+            if i > 0:
+                times[(on, order)].append(t)
+            read[on], rows[on] = scan_files(df, "/fact"), r
+    for on in (False, True):
+        all_t = times[(on, "off_first")] + times[(on, "on_first")]
+        result["on" if on else "off"] = {
+            "files_read": read[on], "median_s": statistics.median(all_t), "rows": len(rows[on]),
+            "median_s_by_order": {o: statistics.median(times[(on, o)]) if times[(on, o)] else None
+                                  for o in ("off_first", "on_first")}}
+    result["rows_equal"] = rows[True] == rows[False]
     return result
 
 
@@ -191,6 +200,20 @@ def merge_case(spark: SparkSession, case: str, files: int, n_keys: int, budget: 
     return result
 
 
+def both_orders(runs: list[dict]) -> dict:
+    """One MERGE case run in each order (off then on, on then off): the first run's figures, each order's wall
+    times, and the speedup both ways (warm-up and caching favour whichever runs second)."""
+    result = dict(runs[0])
+    if len(runs) > 1:
+        result["by_order"] = {r["order"]: {"on_s": r["on"]["wall_s"], "off_s": r["off"]["wall_s"],
+                                           "speedup": r["off"]["wall_s"] / r["on"]["wall_s"]} for r in runs}
+        result["order"] = "both"
+        result["table_equal"] = all(r["table_equal"] for r in runs)
+        result["on"] = dict(result["on"], wall_s=statistics.median([r["on"]["wall_s"] for r in runs]))
+        result["off"] = dict(result["off"], wall_s=statistics.median([r["off"]["wall_s"] for r in runs]))
+    return result
+
+
 def plot(results: list[dict], path: str) -> None:
     import matplotlib
     matplotlib.use("Agg")
@@ -229,6 +252,8 @@ def main(argv=None) -> int:
                    help="false_reads_per_key of the Delta indexes (k keys cost about k x budget false files)")
     p.add_argument("--cases", default="star,huge,merge,gdpr,gdpr_iceberg,gdpr_iceberg_mor")
     p.add_argument("--warmup", action="store_true", help="a small MERGE (on and off) first, not measured")
+    p.add_argument("--one-order", action="store_true",
+                   help="each MERGE case once, in the order --on-first says (default: once in each order)")
     p.add_argument("--on-first", action="store_true",
                    help="run each MERGE with sparkbloom on before the one with it off (default: off first)")
     p.add_argument("--min-table-size", default=None,
@@ -274,8 +299,10 @@ def main(argv=None) -> int:
         if c in cases:
             if c.startswith("gdpr_iceberg") and "iceberg-spark-runtime" not in jars:
                 sys.exit(f"{c}: no Iceberg runtime for this Spark line (dev/sbt lakehouseJars)")
-            results.append(merge_case(spark, c, args.files, args.merge_keys if c == "merge" else 100, args.budget,
-                                      args.on_first))
+            orders = [args.on_first] if args.one_order else [False, True]
+            runs = [merge_case(spark, c, args.files, args.merge_keys if c == "merge" else 100, args.budget, o)
+                    for o in orders]
+            results.append(both_orders(runs))
             print(json.dumps(results[-1]), flush=True)
     doc = {"date": datetime.datetime.now().isoformat(timespec="seconds"), "spark": spark.version,
            "machine": f"{platform.machine()}, {os.cpu_count()} cores", "load_before": load,

@@ -113,6 +113,10 @@ class SlicedIndexSuite extends SparkSessionSuite {
         v.meta.dataDir + "/" +
           IndexStore.LayoutFile)
       java.nio.file.Files.write(layoutPath.toPath, sliced.LayoutCodec.encodeV1(flat))
+      // ... and its commit as 0.1 wrote it: without the layout's length
+      val commit =
+        new java.io.File(new java.io.File(new java.net.URI(v.dir.toString)), s"_commits/${v.meta.version}.json")
+      java.nio.file.Files.write(commit.toPath, IndexStore.mapper.writeValueAsBytes(v.meta.copy(layoutBytes = None)))
       l.summaries.segments.foreach(t => new java.io.File(layoutPath.getParentFile, t.file.split('/').last).delete())
       IndexStore.invalidate(v.dir); IndexCache.clear()
       val old = version(dir)

@@ -90,7 +90,8 @@ object IndexBuilder {
       val dataDirName = this.dataDirName
       val task = (partition: Int, it: Iterator[DataFile]) => {
         val writer = new SegmentWriter(new Path(dir).getFileSystem(conf.value.value), new Path(dir), dataDirName,
-          partitionOffset + partition, summaryFpp = Option(sizer).map(s => s.summaryFpp _))
+          partitionOffset + partition, summaryFpp = Option(sizer).map(s => s.summaryFpp _),
+          maxSlots = if (deferScans) IndexBuilder.HarvestMaxSlots else SegmentWriter.DefaultMaxSlots)
         val counts = new Array[Long](counted.length)
         val deferred = mutable.Buffer[DataFile]()
         val entries = IndexBuilder.overlapped(it, window) { f =>
@@ -152,9 +153,16 @@ object IndexBuilder {
    */
   val LocalMaxFiles = 16
 
-  /** Files per task of a job that only harvests, and how many of a task's files are read at once (see run). */
-  val HarvestFilesPerTask: Int = SegmentWriter.DefaultMaxSlots
+  /**
+   * Files per task of a job that only harvests, how many of a task's files are read at once (see run), and the
+   * filters per segment it writes. Harvested filters have no summary (their values are not read), so a lookup
+   * reads one run from every segment of the column: 8192 filters a segment make that one request per 8192 row
+   * groups (a run of 256 KB, which an object store serves in about the time of a 32-byte one) instead of one per
+   * 2048; the segment's bytes stay bounded by SegmentWriter's maxBytes.
+   */
+  val HarvestFilesPerTask = 8192
   val HarvestWindow = 16
+  val HarvestMaxSlots = 8192
 
   /** Threads reading footers and filters for harvesting tasks, shared by the tasks of an executor. */
   private lazy val harvestIo: java.util.concurrent.ExecutorService = {

@@ -187,6 +187,9 @@ object IndexStore {
 
   // ---- loading: the layout of a version, cached in IndexCache (keyed by the version's own files) ----
 
+  /** Layouts up to this size are read whole, in one request, from an object store. */
+  val WholeLayoutMax: Long = 4L << 20
+
   /** The name of a version's layout file inside its data directory. */
   val LayoutFile = "layout.bin"
 
@@ -216,12 +219,16 @@ object IndexStore {
       // the commit says how long the layout is (commits before it did not: asked of the store)
       val length = meta.layoutBytes.getOrElse(raw.getFileStatus(file).getLen)
       // Planning reads the layout's core only (LayoutCodec); its stats are read again on first use.
-      val layout = LayoutCodec.load(length,
-        (offset, n) => {
-          val in = RunReader.open(raw, file, length, sequential = false) // the length is known: no HEAD
-          try { val b = new Array[Byte](n); in.readFully(offset, b); b }
-          finally in.close()
-        })
+      val ranged = (offset: Long, n: Int) => {
+        val in = RunReader.open(raw, file, length, sequential = false) // the length is known: no HEAD
+        try { val b = new Array[Byte](n); in.readFully(offset, b); b }
+        finally in.close()
+      }
+      // On an object store a small layout is one GET (its trailer, core and stats), not two or three
+      val layout = if (IndexStore.objectStore(raw) && length <= WholeLayoutMax) {
+        val all = ranged(0L, length.toInt)
+        LayoutCodec.load(length, (offset, n) => java.util.Arrays.copyOfRange(all, offset.toInt, offset.toInt + n))
+      } else LayoutCodec.load(length, ranged)
       val problems = mutable.Buffer[String]()
       if (layout.numRowGroups * layout.columns.length.toLong != meta.entries)
         problems +=

@@ -22,6 +22,23 @@ class DeltaDmlFuzzSuite extends AnyFunSuite with DeltaSpark with DmlFuzz {
     sql(s"CREATE TABLE $t (id BIGINT, k STRING, n BIGINT, v BIGINT) USING delta TBLPROPERTIES ($props)")
   }
   override protected def compaction(t: String): String = s"OPTIMIZE $t"
+  override protected def commits(t: String): (Long, Map[String, String]) = withIndexEnabled(on = false) {
+    val history = sql(s"DESCRIBE HISTORY $t").select("version", "operationMetrics").collect()
+    val last = history.maxBy(_.getLong(0))
+    (history.length.toLong, last.getAs[scala.collection.Map[String, String]](1).toMap)
+  }
+  /**
+   * The rows a statement read from its source and inserted, updated and deleted (MERGE's numTarget... and its
+   * split by clause kind, UPDATE's and DELETE's own). Copied rows, MERGE's numOutputRows (which counts them) and
+   * the files removed and deletion vectors written depend on the files holding the changed rows.
+   */
+  override protected def statementMetrics(all: Map[String, String]): Map[String, String] = all.filter {
+    case (m, _) => m.contains("Rows") && !m.contains("Copied") && m != "numOutputRows"
+  }
+  override protected def layoutMetrics(all: Map[String, String]): Map[String, String] = all.filter { case (m, _) =>
+    m.contains("Rows") && m.contains("Copied") || m == "numOutputRows" || m == "numRemovedFiles" ||
+    m == "numTargetFilesRemoved" || m.contains("DeletionVectors")
+  }
   override protected def defaultCases: Int = 8
   // OSS Delta has no subqueries in DELETE and UPDATE conditions: its users write the MERGE forms instead
   override protected def subqueryConditions: Boolean = false

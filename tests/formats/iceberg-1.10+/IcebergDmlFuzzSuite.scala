@@ -24,6 +24,31 @@ class IcebergDmlFuzzSuite extends AnyFunSuite with IcebergSpark with DmlFuzz {
   override protected def compaction(t: String): String =
     s"CALL ice.system.rewrite_data_files(table => '${t.stripPrefix("ice.")}', options => " +
       "map('min-input-files', '2', 'target-file-size-bytes', '4096'))" // small files: some left to skip
+  override protected def commits(t: String): (Long, Map[String, String]) = withIndexEnabled(on = false) {
+    val count = sql(s"SELECT count(*) FROM $t.snapshots").head().getLong(0)
+    val summary = sql(s"SELECT summary FROM $t.snapshots WHERE snapshot_id = " +
+      s"(SELECT snapshot_id FROM $t.refs WHERE name = 'main')").collect()
+    (count, summary.headOption.map(_.getAs[scala.collection.Map[String, String]](0).toMap).getOrElse(Map.empty))
+  }
+  /**
+   * Iceberg's summary counts files' records, not a statement's rows: a copy-on-write DELETE's deleted-records are
+   * all the records of the files it replaced, and a merge-on-read MERGE's added-position-deletes carry the earlier
+   * deletes of the data files it touched. What the statement did is the difference: records added less records
+   * removed (rows inserted less rows deleted, in both modes) and position deletes added less removed (rows
+   * deleted or replaced, merge-on-read).
+   */
+  override protected def statementMetrics(all: Map[String, String]): Map[String, String] = {
+    def n(m: String) = all.get(m).map(_.toLong).getOrElse(0L)
+    Map("added-records - deleted-records" -> (n("added-records") - n("deleted-records")).toString,
+      "added-position-deletes - removed-position-deletes" ->
+        (n("added-position-deletes") - n("removed-position-deletes")).toString)
+  }
+  override protected def layoutMetrics(all: Map[String, String]): Map[String, String] =
+    all.filter { case (m, _) =>
+      Set("added-records", "deleted-records", "total-records", "deleted-data-files", "added-position-deletes",
+        "removed-position-deletes", "total-position-deletes", "added-position-delete-files",
+        "removed-position-delete-files", "added-equality-deletes", "removed-equality-deletes")(m)
+    }
   override protected def defaultCases: Int = 16
   override protected def subqueryConditions: Boolean = true
   /**

@@ -47,10 +47,10 @@ case class BloomScanMetricsExec(child: SparkPlan) extends UnaryExecNode {
       native.map(_.all).getOrElse(Map.empty) // updated by the scan's tasks
 
   override protected def doExecute(): RDD[InternalRow] = {
-    val rdd = child.execute(); report(); ExecutedScans.record(this, child); rdd
+    val rdd = RuntimeKeys.executing(child.execute()); report(); ExecutedScans.record(this, child); rdd
   }
   override protected def doExecuteColumnar(): RDD[ColumnarBatch] = {
-    val rdd = child.executeColumnar(); report(); ExecutedScans.record(this, child); rdd
+    val rdd = RuntimeKeys.executing(child.executeColumnar()); report(); ExecutedScans.record(this, child); rdd
   }
 
   /** Called once the scan has made its RDD, i.e. listed (and pruned) its files. */

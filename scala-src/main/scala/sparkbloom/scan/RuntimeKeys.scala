@@ -7,7 +7,9 @@ import org.apache.spark.sql.catalyst.expressions.{
   Attribute, Coalesce, DynamicPruningExpression, EqualNullSafe, EqualTo, ExprId, Expression, In, InSet, Literal,
   PredicateHelper
 }
-import org.apache.spark.sql.execution.{FileSourceScanExec, FilterExec, InSubqueryExec, ProjectExec, SparkPlan}
+import org.apache.spark.sql.execution.{
+  FileSourceScanExec, FilterExec, InSubqueryExec, ProjectExec, SQLExecution, SparkPlan
+}
 import org.apache.spark.sql.execution.datasources.v2.BatchScanExec
 
 import sparkbloom.BloomConf
@@ -25,9 +27,40 @@ object RuntimeKeys extends PredicateHelper {
   /** The keys of a run-time filter: the subquery's rows (its one column), distinct. */
   final case class OfSubquery(sub: InSubqueryExec) extends KeySource {
     override def keys(): Array[Any] = {
-      val dt = sub.plan.output.head.dataType
-      sub.plan.executeCollect().map(_.get(0, dt))
+      val in = live(sub)
+      val dt = in.plan.output.head.dataType
+      in.plan.executeCollect().map(_.get(0, dt))
     }
+  }
+
+  /**
+   * The run-time filter `sub` as the plan now executing holds it. Without adaptive execution Spark's last
+   * preparation rule (`ReuseExchangeAndSubquery`) runs after the binding (a columnar rule) and gives the filter a
+   * new subquery, reading the join's broadcast; the one bound still holds a broadcast exchange of its own, and
+   * reading the keys from it computes the join's key side a second time: a Delta MERGE's source, counted into
+   * its numSourceRows twice (issue 47), a key side that is not deterministic giving other keys than the join's.
+   * The filter executing has its keys already (Spark waits for a filter's subqueries before its child runs),
+   * and is found by its id in the execution's plan. Only while a pruned scan executes (its plan is then made; a
+   * listing during planning must not ask for the plan being made), and never under adaptive execution, where
+   * the binding sees each stage's final plan and the execution's plan (its adaptive root) shows none: `sub`.
+   */
+  private def live(sub: InSubqueryExec): InSubqueryExec = if (!inScan.get()) sub
+  else try {
+    val found = Option(sub.plan.session.sparkContext.getLocalProperty(SQLExecution.EXECUTION_ID_KEY))
+      .flatMap(id => Option(SQLExecution.getQueryExecution(id.toLong))).toSeq
+      .flatMap(_.executedPlan.collectWithSubqueries { case p => p.expressions }.flatten)
+      .flatMap(_.collect { case s: InSubqueryExec if s.exprId == sub.exprId => s })
+    if (found.exists(_ eq sub)) sub else found.headOption.getOrElse(sub)
+  } catch { case NonFatal(_) => sub }
+
+  private val inScan = new ThreadLocal[Boolean] { override def initialValue(): Boolean = false }
+
+  /** `f` (a pruned scan making its RDD, where its listing reads the keys) marked as executing. */
+  def executing[T](f: => T): T = {
+    val outer = inScan.get()
+    inScan.set(true)
+    try f
+    finally inScan.set(outer)
   }
 
   /**

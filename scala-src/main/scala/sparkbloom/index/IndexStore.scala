@@ -65,8 +65,11 @@ object IndexStore {
     }.sortBy(-_._1)
   }
 
-  /** Version `version`'s commit; `length`, when the listing gave it, spares a HEAD on object stores. */
-  def readMeta(fs: FileSystem, indexDir: Path, version: Long, length: Long = -1L): IndexMeta = {
+  /** Version `version`'s commit (tests call it through py4j, which knows no default arguments). */
+  def readMeta(fs: FileSystem, indexDir: Path, version: Long): IndexMeta = readMeta(fs, indexDir, version, -1L)
+
+  /** Version `version`'s commit; `length` (≥ 0), when the listing gave it, spares a HEAD on object stores. */
+  def readMeta(fs: FileSystem, indexDir: Path, version: Long, length: Long): IndexMeta = {
     val file = new Path(new Path(indexDir, CommitsDir), s"$version.json")
     val in = if (length >= 0) RunReader.open(fs, file, length, sequential = true) else fs.open(file)
     try mapper.readValue(in: java.io.InputStream, classOf[IndexMeta])

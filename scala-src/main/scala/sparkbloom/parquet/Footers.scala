@@ -110,18 +110,7 @@ object Footers {
     val in = try path.getFileSystem(conf).open(path)
     catch { case _: Exception => return None }
     // None (the stream closed) for anything but a plain footer at the listed end
-    val parsed = try {
-      val n = math.min(length, TailBytes.toLong).toInt
-      val start = length - n
-      val tail = new Array[Byte](n)
-      TailStream.readAt(in, start, tail, 0, n)
-      val footerLength = java.nio.ByteBuffer.wrap(tail, n - 8, 4).order(java.nio.ByteOrder.LITTLE_ENDIAN).getInt
-      val footerStart = length - 8 - footerLength
-      if (!java.util.Arrays.equals(tail, n - 4, n, Magic, 0, 4) || footerLength <= 0 || footerStart < 4) None
-      else {
-        val footerBytes =
-          if (footerStart >= start) java.util.Arrays.copyOfRange(tail, (footerStart - start).toInt, n - 8)
-          else { val b = new Array[Byte](footerLength); TailStream.readAt(in, footerStart, b, 0, footerLength); b }
+    val parsed = try plainFooter(in, length, TailBytes).flatMap { case (start, tail, footerBytes) =>
         val thrift = org.apache.parquet.format.Util.readFileMetaData(new java.io.ByteArrayInputStream(footerBytes))
         val encrypted = thrift.isSetEncryption_algorithm || thrift.getRow_groups.asScala.exists(
           _.getColumns.asScala.exists(c => c.isSetCrypto_metadata || c.isSetEncrypted_column_metadata))
@@ -129,7 +118,7 @@ object Footers {
         else Some((new org.apache.parquet.format.converter.ParquetMetadataConverter().fromParquetMetadata(thrift),
           new TailStream(in, start, tail)))
       }
-    } catch { case _: Exception => None }
+    catch { case _: Exception => None }
     if (parsed.isEmpty) in.close()
     parsed
   }
@@ -142,24 +131,36 @@ object Footers {
   def createdBy(conf: Configuration, path: Path, length: Long): Option[String] = {
     if (length < 12) return None
     val in = path.getFileSystem(conf).open(path)
-    try {
-      val n = math.min(length, 8L * 1024).toInt
-      val start = length - n
-      val tail = new Array[Byte](n)
-      TailStream.readAt(in, start, tail, 0, n)
-      val footerLength = java.nio.ByteBuffer.wrap(tail, n - 8, 4).order(java.nio.ByteOrder.LITTLE_ENDIAN).getInt
-      val footerStart = length - 8 - footerLength
-      if (!java.util.Arrays.equals(tail, n - 4, n, Magic, 0, 4) || footerLength <= 0 || footerStart < 4) None
-      else {
-        val footerBytes =
-          if (footerStart >= start) java.util.Arrays.copyOfRange(tail, (footerStart - start).toInt, n - 8)
-          else { val b = new Array[Byte](footerLength); TailStream.readAt(in, footerStart, b, 0, footerLength); b }
+    try plainFooter(in, length, 8 * 1024).flatMap { case (_, _, footerBytes) =>
         val thrift = org.apache.parquet.format.Util.readFileMetaData(new java.io.ByteArrayInputStream(footerBytes),
           true)
         if (thrift.isSetCreated_by) Some(thrift.getCreated_by) else None
       }
-    } catch { case scala.util.control.NonFatal(_) => None }
+    catch { case scala.util.control.NonFatal(_) => None }
     finally in.close()
+  }
+
+  /**
+   * The Thrift bytes of the plain footer at the listed end of a file of `length` bytes (at least 12), read with
+   * one read of its last `tailBytes` (a second only for a longer footer), with where that tail starts and its
+   * bytes; None without "PAR1" at the end (an encrypted footer, a file changed since it was listed) or with an
+   * impossible footer length.
+   */
+  private def plainFooter(in: org.apache.hadoop.fs.FSDataInputStream, length: Long, tailBytes: Int)
+      : Option[(Long, Array[Byte], Array[Byte])] = {
+    val n = math.min(length, tailBytes.toLong).toInt
+    val start = length - n
+    val tail = new Array[Byte](n)
+    TailStream.readAt(in, start, tail, 0, n)
+    val footerLength = java.nio.ByteBuffer.wrap(tail, n - 8, 4).order(java.nio.ByteOrder.LITTLE_ENDIAN).getInt
+    val footerStart = length - 8 - footerLength
+    if (!java.util.Arrays.equals(tail, n - 4, n, Magic, 0, 4) || footerLength <= 0 || footerStart < 4) None
+    else {
+      val footerBytes =
+        if (footerStart >= start) java.util.Arrays.copyOfRange(tail, (footerStart - start).toInt, n - 8)
+        else { val b = new Array[Byte](footerLength); TailStream.readAt(in, footerStart, b, 0, footerLength); b }
+      Some((start, tail, footerBytes))
+    }
   }
 
   def read(conf: Configuration, path: Path): FooterInfo = {

@@ -8,6 +8,7 @@ import org.apache.spark.sql.{Row, SparkSession}
 import org.apache.spark.util.LongAccumulator
 
 import sparkbloom.BloomConf
+import sparkbloom.parquet.StoreFiles
 import sparkbloom.index.sliced.{EntryMeta, Segment, SegmentWriter, SummaryFilter, SummaryWriter}
 
 /**
@@ -83,7 +84,11 @@ object IndexBuilder {
       val slices = forcedSlices.getOrElse(
         if (deferScans) ((files.size + IndexBuilder.HarvestFilesPerTask - 1) / IndexBuilder.HarvestFilesPerTask)
         else math.max(1, math.min(files.size, sc.defaultParallelism * 4)))
-      val window = if (deferScans) IndexBuilder.HarvestWindow else 1
+      val window =
+        if (!deferScans) 1
+        else if (files.headOption.exists(f => StoreFiles.remote(new Path(f.path).getFileSystem(hadoopConf)))) {
+          IndexBuilder.RemoteHarvestWindow
+        } else IndexBuilder.HarvestWindow
       val (cols, harvest, conf, acc, skipped, fastPaths) =
         (this.cols, this.harvest, this.conf, this.acc, this.skipped, this.fastPaths)
       val dir = indexDir.toString
@@ -162,12 +167,18 @@ object IndexBuilder {
    */
   val HarvestFilesPerTask = 8192
   val HarvestWindow = 16
+
+  /**
+   * [[HarvestWindow]] for files on a remote store, where a file's reads are one or two round trips of tens of
+   * milliseconds each and little CPU: 64 in flight (1,000 files at 20 ms: 1.2 s with 16, 0.4 s with 64).
+   */
+  val RemoteHarvestWindow = 64
   val HarvestMaxSlots = 8192
 
   /** Threads reading footers and filters for harvesting tasks, shared by the tasks of an executor. */
   private lazy val harvestIo: java.util.concurrent.ExecutorService = {
     val n = new java.util.concurrent.atomic.AtomicInteger()
-    java.util.concurrent.Executors.newFixedThreadPool(32,
+    java.util.concurrent.Executors.newFixedThreadPool(RemoteHarvestWindow,
       (r: Runnable) => { val t = new Thread(r, s"sparkbloom-harvest-io-${n.incrementAndGet()}"); t.setDaemon(true); t })
   }
 

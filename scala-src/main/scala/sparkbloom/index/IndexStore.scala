@@ -13,6 +13,7 @@ import org.apache.hadoop.fs.{FileSystem, Path}
 import org.slf4j.LoggerFactory
 
 import sparkbloom.index.sliced.{IndexCache, Layout, LayoutCodec, RunReader}
+import sparkbloom.parquet.StoreFiles
 
 /**
  * Where indexes live and how versions become visible.
@@ -303,13 +304,7 @@ object IndexStore {
     case l: org.apache.hadoop.fs.LocalFileSystem =>
       java.nio.file.Files.write(l.pathToFile(path).toPath, bytes, java.nio.file.StandardOpenOption.CREATE_NEW,
         java.nio.file.StandardOpenOption.WRITE)
-    case _ if objectStore(fs) =>
-      // Every file written this way is new by construction (a fresh version directory, a random temporary name):
-      // S3A's checks that the path is free (a HEAD and a LIST before the PUT) are skipped (Hadoop 3.3.5+; older
-      // ones ignore the option).
-      val out = fs.createFile(path).overwrite(true).opt("fs.s3a.create.performance", "true").build()
-      try out.write(bytes)
-      finally out.close()
+    case _ if objectStore(fs) => StoreFiles.writeNewOnObjectStore(fs, path, bytes)
     case _ =>
       val out = fs.create(path, false)
       try out.write(bytes)
@@ -317,7 +312,7 @@ object IndexStore {
   }
 
   /** An object store (S3A): no directories to make, files appear whole on close, every request a round trip. */
-  def objectStore(fs: FileSystem): Boolean = fs.getUri.getScheme == "s3a"
+  def objectStore(fs: FileSystem): Boolean = StoreFiles.objectStore(fs)
 
   /**
    * Whether `file` exists, asked with one request on an object store (S3A's open is a HEAD; `exists` adds a LIST

@@ -93,6 +93,12 @@ object Footers {
    */
   val TailBytes: Int = 16 * 1024
 
+  /**
+   * [[TailBytes]] on a remote store (an object store): a GET costs a round trip whether it returns 16 KiB or 64 KiB,
+   * so one read of the last 64 KiB usually brings the filters of a small file with its footer.
+   */
+  val RemoteTailBytes: Int = 64 * 1024
+
   private val Magic = "PAR1".getBytes(java.nio.charset.StandardCharsets.US_ASCII)
 
   /**
@@ -107,10 +113,14 @@ object Footers {
    */
   def readTail(conf: Configuration, path: Path, length: Long): Option[(ParquetMetadata, TailStream)] = {
     if (length < 12) return None
-    val in = try path.getFileSystem(conf).open(path)
-    catch { case _: Exception => return None }
+    // opened with its listed length: no HEAD on S3A
+    val (in, tailBytes) = try {
+      val fs = path.getFileSystem(conf)
+      (StoreFiles.openListed(fs, path, length, sequential = false),
+        if (StoreFiles.remote(fs)) RemoteTailBytes else TailBytes)
+    } catch { case _: Exception => return None }
     // None (the stream closed) for anything but a plain footer at the listed end
-    val parsed = try plainFooter(in, length, TailBytes).flatMap { case (start, tail, footerBytes) =>
+    val parsed = try plainFooter(in, length, tailBytes).flatMap { case (start, tail, footerBytes) =>
         val thrift = org.apache.parquet.format.Util.readFileMetaData(new java.io.ByteArrayInputStream(footerBytes))
         val encrypted = thrift.isSetEncryption_algorithm || thrift.getRow_groups.asScala.exists(
           _.getColumns.asScala.exists(c => c.isSetCrypto_metadata || c.isSetEncrypted_column_metadata))
@@ -130,7 +140,7 @@ object Footers {
    */
   def createdBy(conf: Configuration, path: Path, length: Long): Option[String] = {
     if (length < 12) return None
-    val in = path.getFileSystem(conf).open(path)
+    val in = StoreFiles.openListed(path.getFileSystem(conf), path, length, sequential = false) // no HEAD on S3A
     try plainFooter(in, length, 8 * 1024).flatMap { case (_, _, footerBytes) =>
         val thrift = org.apache.parquet.format.Util.readFileMetaData(new java.io.ByteArrayInputStream(footerBytes),
           true)

@@ -4,6 +4,8 @@ import java.util.zip.CRC32
 
 import org.apache.hadoop.fs.{FileSystem, Path}
 
+import sparkbloom.parquet.StoreFiles
+
 /**
  * The driver's memory for indexes: one LRU, bounded in bytes (`spark.sparkbloom.cache.maxBytes`), of index
  * layouts and of runs. Keys name immutable files (a version's layout, a segment's run), so an entry never
@@ -134,7 +136,7 @@ object RunReader {
    */
   val WholeSegmentMax: Long = 1L << 20
 
-  def remote(fs: FileSystem): Boolean = fs.getUri.getScheme != "file"
+  def remote(fs: FileSystem): Boolean = StoreFiles.remote(fs)
 
   def wholeSegment(fs: FileSystem, seg: Segment, cacheBytes: Long): Boolean =
     seg.fileLength <= WholeSegmentMax && seg.fileLength * 8 <= cacheBytes && remote(fs)
@@ -154,8 +156,5 @@ object RunReader {
    * and later read the length option; older ones ignore it and ask the store).
    */
   def open(fs: FileSystem, file: Path, length: Long, sequential: Boolean): org.apache.hadoop.fs.FSDataInputStream =
-    org.apache.hadoop.util.functional.FutureIO.awaitFuture(fs.openFile(file)
-        .opt("fs.option.openfile.length", length.toString)
-        .opt("fs.option.openfile.read.policy", if (sequential) "sequential" else "random")
-        .build())
+    StoreFiles.openListed(fs, file, length, sequential)
 }

@@ -6,6 +6,7 @@ import scala.collection.mutable
 
 import org.apache.hadoop.fs.{FileSystem, LocalFileSystem, Path}
 
+import sparkbloom.parquet.StoreFiles
 import sparkbloom.sbbf.{Kernel, Sbbf, Sizing}
 
 /** One (file, row group, column) entry of a build, as a task reports it to the driver (no filter bytes). */
@@ -140,11 +141,7 @@ object SegmentWriter {
       val file = local.pathToFile(path).toPath
       java.nio.file.Files.createDirectories(file.getParent)
       java.nio.file.Files.write(file, bytes)
-    case _ if fs.getUri.getScheme == "s3a" =>
-      // a new file in a fresh version directory: S3A's check that no directory has its name (a LIST) is skipped
-      val out = fs.createFile(path).overwrite(true).opt("fs.s3a.create.performance", "true").build()
-      try out.write(bytes)
-      finally out.close()
+    case _ if StoreFiles.objectStore(fs) => StoreFiles.writeNewOnObjectStore(fs, path, bytes) // a fresh version dir
     case _ =>
       val out = fs.create(path, true)
       try out.write(bytes)

@@ -1,0 +1,40 @@
+package sparkbloom.parquet
+
+import org.apache.hadoop.fs.{FSDataInputStream, FileSystem, Path}
+import org.apache.hadoop.util.functional.FutureIO
+
+/**
+ * How sparkbloom opens and writes files where a request is a round trip: what counts as an object store, opening a
+ * file whose length is already known (listed, or recorded in the index), and writing a file that is new by
+ * construction. One place for the three, used by footer reads, harvests and the index's own files.
+ */
+object StoreFiles {
+
+  /** An object store (S3A): no directories to make, files appear whole on close, every request a round trip. */
+  def objectStore(fs: FileSystem): Boolean = fs.getUri.getScheme == "s3a"
+
+  /** Any file system but the local one: requests cost network round trips, so fewer, larger reads pay. */
+  def remote(fs: FileSystem): Boolean = fs.getUri.getScheme != "file"
+
+  /**
+   * Opens `file`, whose length is known (listed, or recorded in the index): no HEAD before the first read on S3A
+   * (Hadoop 3.3.5 and later read the length option; older ones ignore it and ask the store). `sequential` reads
+   * whole files; otherwise the read policy is random (ranged GETs of what is asked for).
+   */
+  def openListed(fs: FileSystem, file: Path, length: Long, sequential: Boolean): FSDataInputStream =
+    FutureIO.awaitFuture(fs.openFile(file)
+        .opt("fs.option.openfile.length", length.toString)
+        .opt("fs.option.openfile.read.policy", if (sequential) "sequential" else "random")
+        .build())
+
+  /**
+   * Writes `bytes` to `path` on an object store, a file new by construction (a fresh version directory, a random
+   * temporary name): S3A's checks that the path is free (a HEAD and a LIST before the PUT) are skipped (Hadoop
+   * 3.3.5+; older ones ignore the option).
+   */
+  def writeNewOnObjectStore(fs: FileSystem, path: Path, bytes: Array[Byte]): Unit = {
+    val out = fs.createFile(path).overwrite(true).opt("fs.s3a.create.performance", "true").build()
+    try out.write(bytes)
+    finally out.close()
+  }
+}

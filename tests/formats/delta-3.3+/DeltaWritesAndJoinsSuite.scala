@@ -3,12 +3,12 @@ package sparkbloom.formats.delta
 import java.nio.file.{Files => NioFiles}
 
 import org.apache.spark.sql.Row
-import org.apache.spark.sql.execution.streaming.MemoryStream
 import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.{ColumnSpec, IndexDescription, IndexManager, TableFormat, TableRef}
+import sparkbloom.testing.StreamShims.MemoryStream
 import sparkbloom.testing.TestShims
 import sparkbloom.write.{BackgroundMaintenance, MaintainOnWrite}
 

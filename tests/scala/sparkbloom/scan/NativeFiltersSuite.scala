@@ -137,7 +137,8 @@ class NativeFiltersSuite extends SparkSessionSuite {
       assert(r.rows == Seq(Row(expected)), file)
       // parquet-java 1.13 (Spark 3.5) cannot read bloom_filter_length: filters from writers other than parquet-java
       // are never used there (Footers), so none is found corrupt and none rules a row group out.
-      if (ParquetCompat.storedLengthReadable) assert(r.invalid >= 1, s"$file: the corrupt filter is counted as ignored: $r")
+      if (ParquetCompat.storedLengthReadable)
+        assert(r.invalid >= 1, s"$file: the corrupt filter is counted as ignored: $r")
       else assert(r.nativeSkipped == 0, s"$file: no filter of DuckDB's is used: $r")
     }
   }

@@ -42,7 +42,8 @@ class ScanMetricsSuite extends SparkSessionSuite {
     while (found.isEmpty && System.nanoTime() < deadline) {
       found = store.executionsList().filter(e =>
         e.completionTime.isDefined &&
-          e.physicalPlanDescription.contains("BloomIndexSkipping")).map(_.executionId).filter(_ > after).reduceOption(_ max _)
+          e.physicalPlanDescription.contains("BloomIndexSkipping")).map(_.executionId).filter(_ > after)
+        .reduceOption(_ max _)
       if (found.isEmpty) Thread.sleep(100)
     }
     found.getOrElse(fail("no finished execution with a BloomIndexSkipping node in the SQL status store"))

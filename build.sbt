@@ -122,10 +122,12 @@ lazy val root = (project in file("."))
     // versions of the libraries the line has (a format the line has no build of compiles nothing at all).
     Compile / unmanagedSourceDirectories ++=
       SparkLines.variantDirs(baseDirectory.value / "scala-src" / "formats", libraryVersions),
-    // The table formats' suites (real Delta and Iceberg tables), chosen like their sources. The full Scala suites
-    // run on the default line; dev/matrix's full mode runs these on each.
+    // The suites' own shims (tests/shims/spark-<versions>: what the suites do differently per Spark line, e.g.
+    // collations, error conditions) and the table formats' suites (real Delta and Iceberg tables), chosen like the
+    // sources by the line's library versions.
     Test / unmanagedSourceDirectories ++=
-      SparkLines.variantDirs(baseDirectory.value / "tests" / "formats", libraryVersions),
+      SparkLines.variantDirs(baseDirectory.value / "tests" / "shims", libraryVersions) ++
+        SparkLines.variantDirs(baseDirectory.value / "tests" / "formats", libraryVersions),
     ivyConfigurations ++= Seq(LakehouseRuntime, S3aRuntime),
     libraryDependencies ++= hadoopVersion.toSeq.map(h => "org.apache.hadoop" % "hadoop-aws" % h % S3aRuntime),
     s3aJars := {

@@ -3,12 +3,13 @@ package sparkbloom.formats.delta
 import java.nio.file.{Files => NioFiles}
 
 import org.apache.spark.sql.Row
-import org.apache.spark.sql.execution.streaming.MemoryStream
 import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.{ColumnSpec, IndexDescription, IndexManager, TableFormat, TableRef}
+import sparkbloom.testing.StreamShims.MemoryStream
+import sparkbloom.testing.TestShims
 import sparkbloom.write.{BackgroundMaintenance, MaintainOnWrite}
 
 /**
@@ -274,6 +275,8 @@ class DeltaWritesAndJoinsSuite extends AnyFunSuite with DeltaSpark {
   }
 
   test("REPLACE TABLE: lookups answer as without sparkbloom, and the index catches up after the first lookup") {
+    assume(TestShims.deltaReplaceTableAsSelect,
+      "Delta 3.3 on Spark 3.5.6+ cannot CREATE OR REPLACE TABLE AS SELECT (delta-io/delta#4671; TestShims)")
     sql("CREATE TABLE dr (id BIGINT, k STRING, v BIGINT) USING delta")
     batch(0, 1000, 5).write.format("delta").mode("append").saveAsTable("dr")
     sql("CREATE BLOOM INDEX ix ON dr (k)")

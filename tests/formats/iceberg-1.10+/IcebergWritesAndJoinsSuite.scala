@@ -3,7 +3,6 @@ package sparkbloom.formats.iceberg
 import java.nio.file.{Files => NioFiles}
 
 import org.apache.spark.sql.{Row, SQLContext}
-import org.apache.spark.sql.execution.streaming.MemoryStream
 import org.apache.spark.sql.functions._
 import org.scalatest.funsuite.AnyFunSuite
 
@@ -11,6 +10,7 @@ import sparkbloom.api.BloomIndexes
 import sparkbloom.index.{
   ColumnSpec, IndexDescription, IndexManager, IndexStore, IndexVersion, StoredIndex, TableFormat, TableRef
 }
+import sparkbloom.testing.StreamShims.MemoryStream
 import sparkbloom.write.{BackgroundMaintenance, MaintainOnWrite}
 
 /**

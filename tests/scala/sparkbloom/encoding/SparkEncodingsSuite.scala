@@ -4,6 +4,7 @@ import org.apache.spark.sql.types._
 import org.scalatest.funsuite.AnyFunSuite
 
 import sparkbloom.hash.ColumnEncoding
+import sparkbloom.testing.TestShims.{assumeCollations, collatedString}
 
 /** The physical encoding Spark's Parquet writer uses for each Spark type. */
 class SparkEncodingsSuite extends AnyFunSuite {
@@ -18,8 +19,12 @@ class SparkEncodingsSuite extends AnyFunSuite {
     assert(writtenBy(FloatType).contains(ColumnEncoding.Float))
     assert(writtenBy(DoubleType).contains(ColumnEncoding.Double))
     assert(writtenBy(StringType).contains(ColumnEncoding.String))
-    assert(writtenBy(StringType("UTF8_LCASE")).contains(ColumnEncoding.String))
     assert(writtenBy(BinaryType).contains(ColumnEncoding.Binary))
+  }
+
+  test("collated strings map to Parquet strings too") {
+    assumeCollations()
+    assert(writtenBy(collatedString("UTF8_LCASE")).contains(ColumnEncoding.String))
   }
 
   test("timestamps follow spark.sql.parquet.outputTimestampType; TIMESTAMP_NTZ is always INT64 micros") {

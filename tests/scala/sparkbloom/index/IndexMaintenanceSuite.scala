@@ -7,6 +7,7 @@ import org.apache.spark.sql.functions._
 import sparkbloom.BloomConf
 import sparkbloom.api.BloomIndexes
 import sparkbloom.testing.SparkSessionSuite
+import sparkbloom.testing.StreamShims.MemoryStream
 import sparkbloom.write.{BackgroundMaintenance, StreamingCatchUp}
 
 /**
@@ -306,7 +307,7 @@ class IndexMaintenanceSuite extends SparkSessionSuite {
     implicit val ctx: org.apache.spark.sql.SQLContext = spark.sqlContext
     import spark.implicits._
     val dir = tempDir("sink") + "/t"
-    val input = org.apache.spark.sql.execution.streaming.MemoryStream[Long]
+    val input = MemoryStream[Long]
     val frame = input.toDF().select(col("value").as("id"), concat(lit("k"), col("value")).as("s"))
     input.addData(0L until 50L)
     val query = frame.writeStream.format("parquet").option("checkpointLocation", dir + "_checkpoint").start(dir)
@@ -339,7 +340,7 @@ class IndexMaintenanceSuite extends SparkSessionSuite {
     implicit val ctx: org.apache.spark.sql.SQLContext = spark.sqlContext
     import spark.implicits._
     val dir = tempDir(name) + "/t"
-    val input = org.apache.spark.sql.execution.streaming.MemoryStream[Long]
+    val input = MemoryStream[Long]
     val frame = input.toDF().select(col("value").as("id"), concat(lit("k"), col("value")).as("s")).coalesce(1)
     input.addData(0L until 50L)
     spark.conf.set(BloomConf.StreamingWaitTimeout, waitTimeout) // the stream's session is a copy of its settings

@@ -128,7 +128,7 @@ class ConcurrencySuite extends SparkSessionSuite {
     var queries = 0; var skipped = 0
     val rnd = new scala.util.Random(6)
     try for (_ <- 1 to 3) { // the refresher runs REFRESH FULL back to back for as long as these queries run
-        val keys = Seq(rnd.nextLong(Rows), Rows + rnd.nextLong(1000))
+        val keys = Seq(rnd.self.nextLong(Rows), Rows + rnd.self.nextLong(1000))
         skipped += assertCorrect(dir, keys)
         queries += 2 * keys.size + 1
       }

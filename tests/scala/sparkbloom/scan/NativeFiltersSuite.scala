@@ -8,6 +8,7 @@ import sparkbloom.TestSupport
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.{ColumnSpec, TableRef}
 import sparkbloom.parquet.FileEncodings
+import sparkbloom.shims.ParquetCompat
 import sparkbloom.testing.SparkSessionSuite
 
 /**
@@ -134,7 +135,11 @@ class NativeFiltersSuite extends SparkSessionSuite {
       assert(truth(q()) == Seq(Row(expected)), file)
       val r = withSparkbloom(q())
       assert(r.rows == Seq(Row(expected)), file)
-      assert(r.invalid >= 1, s"$file: the corrupt filter is counted as ignored: $r")
+      // parquet-java 1.13 (Spark 3.5) cannot read bloom_filter_length: filters from writers other than parquet-java
+      // are never used there (Footers), so none is found corrupt and none rules a row group out.
+      if (ParquetCompat.storedLengthReadable)
+        assert(r.invalid >= 1, s"$file: the corrupt filter is counted as ignored: $r")
+      else assert(r.nativeSkipped == 0, s"$file: no filter of DuckDB's is used: $r")
     }
   }
 

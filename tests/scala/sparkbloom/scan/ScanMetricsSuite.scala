@@ -42,7 +42,8 @@ class ScanMetricsSuite extends SparkSessionSuite {
     while (found.isEmpty && System.nanoTime() < deadline) {
       found = store.executionsList().filter(e =>
         e.completionTime.isDefined &&
-          e.physicalPlanDescription.contains("BloomIndexSkipping")).map(_.executionId).filter(_ > after).maxOption
+          e.physicalPlanDescription.contains("BloomIndexSkipping")).map(_.executionId).filter(_ > after)
+        .reduceOption(_ max _)
       if (found.isEmpty) Thread.sleep(100)
     }
     found.getOrElse(fail("no finished execution with a BloomIndexSkipping node in the SQL status store"))
@@ -61,7 +62,7 @@ class ScanMetricsSuite extends SparkSessionSuite {
 
   private def check(query: => DataFrame, expectFiles: Long): ScanSkipping = {
     val df = query
-    val before = spark.sharedState.statusStore.executionsList().map(_.executionId).maxOption.getOrElse(-1L)
+    val before = spark.sharedState.statusStore.executionsList().map(_.executionId).reduceOption(_ max _).getOrElse(-1L)
     val rows = df.collect().toSeq
     lastChecked = lastBloomExecution(after = before)
     val off = withIndexEnabled(on = false)(query.collect().toSeq)
@@ -96,7 +97,7 @@ class ScanMetricsSuite extends SparkSessionSuite {
   test("an aggregate (AQE query stages) keeps the node and its figures; a warm lookup reads no index bytes") {
     val q = spark.read.parquet(table).where(col("s").isin("k-5", "k-19999", "absent"))
     val df = q.groupBy(col("s")).count()
-    val before = spark.sharedState.statusStore.executionsList().map(_.executionId).maxOption.getOrElse(-1L)
+    val before = spark.sharedState.statusStore.executionsList().map(_.executionId).reduceOption(_ max _).getOrElse(-1L)
     val rows = df.collect()
     lastChecked = lastBloomExecution(after = before)
     assert(rows.map(_.getString(0)).sorted.toSeq == Seq("k-19999", "k-5"))

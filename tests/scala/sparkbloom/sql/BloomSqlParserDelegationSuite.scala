@@ -5,6 +5,8 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan
 import org.apache.spark.sql.execution.SparkSqlParser
 import org.scalatest.funsuite.AnyFunSuite
 
+import sparkbloom.testing.TestShims.errorCondition
+
 /** What the parser claims, and that everything else reaches Spark's parser unchanged, errors included. */
 class BloomSqlParserDelegationSuite extends AnyFunSuite {
   private val spark = new SparkSqlParser()
@@ -69,7 +71,7 @@ class BloomSqlParserDelegationSuite extends AnyFunSuite {
     Seq("SELEC 1", "SHOW BLOOM", "CREATE BLOOM TABLE x", "CREATE TABLE (").foreach { sql =>
       val ours = intercept[ParseException](parser.parsePlan(sql))
       val theirs = intercept[ParseException](spark.parsePlan(sql))
-      assert(ours.getCondition == "PARSE_SYNTAX_ERROR", sql)
+      assert(errorCondition(ours) == "PARSE_SYNTAX_ERROR", sql)
       assert(ours.getMessage == theirs.getMessage, sql)
     }
     assert(intercept[ParseException](parser.parsePlan("SELEC 1")).getMessage.trim
@@ -78,6 +80,6 @@ class BloomSqlParserDelegationSuite extends AnyFunSuite {
 
   test("Spark's other errors, such as an empty statement, are unchanged too") {
     val e = intercept[ParseException](parser.parsePlan("  "))
-    assert(e.getCondition == "PARSE_EMPTY_STATEMENT")
+    assert(errorCondition(e) == "PARSE_EMPTY_STATEMENT")
   }
 }

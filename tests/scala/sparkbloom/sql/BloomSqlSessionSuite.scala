@@ -8,14 +8,14 @@ import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanHelper
 
 import sparkbloom.scan.BloomScanMetricsExec
 import sparkbloom.testing.SparkSessionSuite
+import sparkbloom.testing.TestShims.{errorCondition, sqlParser}
 
 /** The parser inside a real session, registered the way users do it: spark.sql.extensions. */
 class BloomSqlSessionSuite extends SparkSessionSuite {
   override protected def sparkConf: Map[String, String] = Map("spark.sql.shuffle.partitions" -> "1")
 
   test("the session parses with sparkbloom's parser") {
-    val session = spark.asInstanceOf[org.apache.spark.sql.classic.SparkSession]
-    assert(session.sessionState.sqlParser.isInstanceOf[BloomSqlParser])
+    assert(sqlParser(spark).isInstanceOf[BloomSqlParser])
   }
 
   test("SQL statements create, show, describe, refresh and drop an index on a path") {
@@ -89,7 +89,7 @@ class BloomSqlSessionSuite extends SparkSessionSuite {
 
   test("Spark's own syntax errors are unchanged") {
     val e = intercept[ParseException](spark.sql("SELEC 1"))
-    assert(e.getCondition == "PARSE_SYNTAX_ERROR")
+    assert(errorCondition(e) == "PARSE_SYNTAX_ERROR")
     assert(e.getMessage.contains("Syntax error at or near 'SELEC'."))
   }
 }

@@ -4,6 +4,8 @@ import org.apache.spark.sql.catalyst.parser.ParseException
 import org.apache.spark.sql.execution.SparkSqlParser
 import org.scalatest.funsuite.AnyFunSuite
 
+import sparkbloom.testing.TestShims.errorCondition
+
 /**
  * Every error a bloom-index statement can raise, at parse time, as Spark's PARSE_SYNTAX_ERROR naming
  * the token and its position. In the table, `»` marks where the error is reported (it is removed
@@ -90,7 +92,7 @@ class BloomStatementErrorsSuite extends AnyFunSuite {
       val offset = marked.indexOf('»')
       val sql = marked.replace("»", "")
       val e = intercept[ParseException](parser.parsePlan(sql))
-      assert(e.getCondition == "PARSE_SYNTAX_ERROR")
+      assert(errorCondition(e) == "PARSE_SYNTAX_ERROR")
       assert(e.getMessage.contains(s"Syntax error at or near $near: $reason."), e.getMessage)
       assert((e.start.line, e.start.startPosition) == ((Some(1), Some(offset))), e.getMessage)
     }

@@ -10,7 +10,6 @@ import sparkbloom.BloomConf
 import sparkbloom.index.sliced.{
   ColumnSlice, EntryMeta, IndexCache, Layout, LayoutAssembler, Segment, SegmentWriter, SummaryFilter, SummaryWriter
 }
-import sparkbloom.parquet.StoreFiles
 
 /**
  * The indexes of a resolved table: create, refresh, drop, describe. Front ends reach it through the facade
@@ -212,9 +211,7 @@ object IndexManager {
     val conf = spark.sessionState.newHadoopConf()
     val fs = dir.getFileSystem(conf)
     IndexStore.mkdirs(fs, new Path(dir, dataDirName))
-    // the summaries stored while the newest commit is checked (side by side on a remote store)
-    val linksAhead = StoreFiles.ahead(fs)(SummaryWriter.write(fs, dir, dataDirName, summaries))
-    lazy val links = linksAhead()
+    val links = SummaryWriter.write(fs, dir, dataDirName, summaries)
     val written = entries.map(_.path).toSet
     var attempt = 0
     val ttl = BloomConf.lookupListingTtlMs(spark, fs)

@@ -37,42 +37,4 @@ object StoreFiles {
     try out.write(bytes)
     finally out.close()
   }
-
-  /** Threads for requests run side by side on a remote store (daemon; idle ones end after a minute). */
-  private lazy val io: java.util.concurrent.ExecutorService = {
-    val n = new java.util.concurrent.atomic.AtomicInteger()
-    new java.util.concurrent.ThreadPoolExecutor(0, Int.MaxValue, 60L, java.util.concurrent.TimeUnit.SECONDS,
-      new java.util.concurrent.SynchronousQueue[Runnable](),
-      (r: Runnable) => {
-        val t = new Thread(r, s"sparkbloom-store-io-${n.incrementAndGet()}"); t.setDaemon(true); t
-      })
-  }
-
-  private def await[A](f: java.util.concurrent.Future[A]): A =
-    try f.get()
-    catch { case e: java.util.concurrent.ExecutionException => throw e.getCause }
-
-  /**
-   * `f`, started now on another thread when `fs` is remote (each request there is a round trip: what follows can
-   * proceed meanwhile), or run in this thread when first asked for otherwise. The returned function gives its result
-   * or throws its exception.
-   */
-  def ahead[A](fs: FileSystem)(f: => A): () => A =
-    if (!remote(fs)) { lazy val a = f; () => a }
-    else {
-      val started = io.submit(new java.util.concurrent.Callable[A] { def call(): A = f })
-      () => await(started)
-    }
-
-  /**
-   * Every one of `fs`' calls, side by side on a remote store (independent writes or reads: one round trip instead of
-   * one each), one after another otherwise; results in order. The first exception is thrown once all have ended.
-   */
-  def concurrently[A](fs: FileSystem, calls: Seq[() => A]): Seq[A] =
-    if (calls.size <= 1 || !remote(fs)) calls.map(_())
-    else {
-      val started = calls.map(c => io.submit(new java.util.concurrent.Callable[A] { def call(): A = c() }))
-      val outcomes = started.map(f => scala.util.Try(await(f)))
-      outcomes.map(_.get)
-    }
 }

@@ -16,7 +16,6 @@ import sparkbloom.api.BloomIndexes
 import sparkbloom.formats.TableFormats
 import sparkbloom.index.{IndexManager, IndexStore, Listed, SerializableConf, TableFormat, WriteIndexer}
 import sparkbloom.index.sliced.EntryMeta
-import sparkbloom.parquet.StoreFiles
 
 /**
  * Writes whose tasks index what they write: the rule's choice of them (Spark's Parquet appends,
@@ -182,9 +181,7 @@ object TaskIndexing extends Logging {
     val fs = cmd.outputPath.getFileSystem(session.sessionState.newHadoopConfWithOptions(cmd.options))
     val depth = cmd.partitionColumns.size + 1
     // as the table's listing shows them (an object store's HEAD may give another modification time)
-    // listed while the shipped filters are stored (side by side on a remote store, where the listing is a LIST a
-    // thousand files of the directory)
-    val finalsAhead = StoreFiles.ahead(fs) {
+    lazy val finals: Map[String, org.apache.hadoop.fs.FileStatus] = {
       val at = parts.flatMap(_.files).distinct.map { p =>
         val rel = new Path(p).toUri.getPath.split('/').filter(_.nonEmpty).takeRight(depth).mkString("/")
         p -> fs.makeQualified(new Path(cmd.outputPath, rel))
@@ -193,7 +190,6 @@ object TaskIndexing extends Logging {
       at.map { case (p, q) => p -> listed.getOrElse(q, throw new java.io.FileNotFoundException(s"$q is not listed")) }
         .toMap
     }
-    lazy val finals: Map[String, org.apache.hadoop.fs.FileStatus] = finalsAhead()
     val fallback = b.plans.filterNot { plan =>
       val mine = parts.filter(_.indexDir == plan.indexDir)
       val complete = mine.forall(_.failed.isEmpty) && parts.forall(_.indexDir.nonEmpty) &&

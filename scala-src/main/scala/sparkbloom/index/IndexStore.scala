@@ -72,7 +72,7 @@ object IndexStore {
   /** Version `version`'s commit; `length` (≥ 0), when the listing gave it, spares a HEAD on object stores. */
   def readMeta(fs: FileSystem, indexDir: Path, version: Long, length: Long): IndexMeta = {
     val file = new Path(new Path(indexDir, CommitsDir), s"$version.json")
-    val in = if (length >= 0) RunReader.open(fs, file, length, sequential = true) else fs.open(file)
+    val in = if (length >= 0) StoreFiles.openListed(fs, file, length, sequential = true) else fs.open(file)
     try mapper.readValue(in: java.io.InputStream, classOf[IndexMeta])
     finally in.close()
   }
@@ -224,12 +224,12 @@ object IndexStore {
       val length = meta.layoutBytes.getOrElse(raw.getFileStatus(file).getLen)
       // Planning reads the layout's core only (LayoutCodec); its stats are read again on first use.
       val ranged = (offset: Long, n: Int) => {
-        val in = RunReader.open(raw, file, length, sequential = false) // the length is known: no HEAD
+        val in = StoreFiles.openListed(raw, file, length, sequential = false) // the length is known: no HEAD
         try { val b = new Array[Byte](n); in.readFully(offset, b); b }
         finally in.close()
       }
       // On an object store a small layout is one GET (its trailer, core and stats), not two or three
-      val layout = if (IndexStore.objectStore(raw) && length <= WholeLayoutMax) {
+      val layout = if (StoreFiles.objectStore(raw) && length <= WholeLayoutMax) {
         val all = ranged(0L, length.toInt)
         LayoutCodec.load(length, (offset, n) => java.util.Arrays.copyOfRange(all, offset.toInt, offset.toInt + n))
       } else LayoutCodec.load(length, ranged)
@@ -304,15 +304,12 @@ object IndexStore {
     case l: org.apache.hadoop.fs.LocalFileSystem =>
       java.nio.file.Files.write(l.pathToFile(path).toPath, bytes, java.nio.file.StandardOpenOption.CREATE_NEW,
         java.nio.file.StandardOpenOption.WRITE)
-    case _ if objectStore(fs) => StoreFiles.writeNewOnObjectStore(fs, path, bytes)
+    case _ if StoreFiles.objectStore(fs) => StoreFiles.writeNewOnObjectStore(fs, path, bytes)
     case _ =>
       val out = fs.create(path, false)
       try out.write(bytes)
       finally out.close()
   }
-
-  /** An object store (S3A): no directories to make, files appear whole on close, every request a round trip. */
-  def objectStore(fs: FileSystem): Boolean = StoreFiles.objectStore(fs)
 
   /**
    * Whether `file` exists, asked with one request on an object store (S3A's open is a HEAD; `exists` adds a LIST
@@ -325,7 +322,8 @@ object IndexStore {
   /** `fs.mkdirs`, without forking `chmod` on the local file system (see [[writeNew]]). */
   def mkdirs(fs: FileSystem, dir: Path): Unit = fs match {
     case l: org.apache.hadoop.fs.LocalFileSystem => java.nio.file.Files.createDirectories(l.pathToFile(dir).toPath)
-    case _ if objectStore(fs) => // nothing to make: a directory is a key prefix, and S3A's mkdirs costs requests
+    // nothing to make on an object store: a directory is a key prefix, and S3A's mkdirs costs requests
+    case _ if StoreFiles.objectStore(fs) =>
     case _ => fs.mkdirs(dir)
   }
 

@@ -105,7 +105,7 @@ object RunReader {
   }
 
   def read(fs: FileSystem, file: Path, seg: Segment, blocks: Seq[Int]): Map[Int, Option[Array[Byte]]] = {
-    val in = try open(fs, file, seg.fileLength, sequential = false)
+    val in = try StoreFiles.openListed(fs, file, seg.fileLength, sequential = false)
     catch { case _: java.io.IOException => return blocks.map(_ -> None).toMap }
     try blocks.distinct.map { b =>
         b ->
@@ -136,25 +136,16 @@ object RunReader {
    */
   val WholeSegmentMax: Long = 1L << 20
 
-  def remote(fs: FileSystem): Boolean = StoreFiles.remote(fs)
-
   def wholeSegment(fs: FileSystem, seg: Segment, cacheBytes: Long): Boolean =
-    seg.fileLength <= WholeSegmentMax && seg.fileLength * 8 <= cacheBytes && remote(fs)
+    seg.fileLength <= WholeSegmentMax && seg.fileLength * 8 <= cacheBytes && StoreFiles.remote(fs)
 
   /** Every run of `seg`, read in one request; a run failing its CRC (or all, if the read fails) is None. */
   def readWhole(fs: FileSystem, file: Path, seg: Segment): Map[Int, Option[Array[Byte]]] =
     try {
       val buf = new Array[Byte](seg.fileLength.toInt)
-      val in = open(fs, file, seg.fileLength, sequential = true)
+      val in = StoreFiles.openListed(fs, file, seg.fileLength, sequential = true)
       try in.readFully(0L, buf)
       finally in.close()
       (0 until seg.blocks).map(b => b -> checked(buf, seg.runOffset(b).toInt, seg)).toMap
     } catch { case _: java.io.IOException => (0 until seg.blocks).map(_ -> None).toMap }
-
-  /**
-   * Opens an index file whose length the layout already gives: no HEAD before the first read on S3A (Hadoop 3.3.5
-   * and later read the length option; older ones ignore it and ask the store).
-   */
-  def open(fs: FileSystem, file: Path, length: Long, sequential: Boolean): org.apache.hadoop.fs.FSDataInputStream =
-    StoreFiles.openListed(fs, file, length, sequential)
 }

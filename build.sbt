@@ -167,10 +167,15 @@ lazy val root = (project in file("."))
       }
     },
     // SPARKBLOOM_TEST_SOURCES=<regex> compiles only the test files whose names match (dev/matrix runs the
-    // parser forwarding suite on every line without compiling every suite there).
+    // forwarding suites on most lines without compiling every suite there). The system property
+    // sparkbloom.testSources, set per line in one sbt session (dev/common.sh build_lines), overrides it; empty: all.
     Test / unmanagedSources := {
       val all = (Test / unmanagedSources).value
-      sys.env.get("SPARKBLOOM_TEST_SOURCES").fold(all)(re => all.filter(f => f.getName.matches(s".*(?:$re).*")))
+      val only = sys.props.get("sparkbloom.testSources") match {
+        case Some(re) => Some(re).filter(_.nonEmpty)
+        case None     => sys.env.get("SPARKBLOOM_TEST_SOURCES")
+      }
+      only.fold(all)(re => all.filter(f => f.getName.matches(s".*(?:$re).*")))
     },
     Compile / resourceDirectory := baseDirectory.value / "scala-src" / "main" / "resources",
     Test / scalaSource := baseDirectory.value / "tests" / "scala",

@@ -144,12 +144,17 @@ build_wheel() {
 # target/bundles/spark-<line>), its Maven artifacts (`root/publish`: jar, sources jar and POM in the Maven-layout
 # repository dist/maven), then the tasks given (e.g. `harness/package`); then the one wheel carrying every line's
 # jar (python/dist). Used by dev/matrix and dev/release. Usage: build_lines [sbt task per line ...]
+# A caller may define `line_tasks <line>` (that line's tasks, one a line, instead of the arguments) and
+# `line_test_sources <line>` (the regex of the test files compiled on that line, build.sbt's sparkbloom.testSources;
+# empty: every test file).
 build_lines() {
-  local cmds=() line
+  local cmds=() line tasks sources
   for line in $(all_lines); do
     ensure_pyspark_jars "$line"
-    cmds+=("eval { println(\"[sparkbloom] line $line: Spark $(line_field "$line" 1), Scala $(line_field "$line" 2): jar, Maven artifacts${*:+, $*}\"); System.setProperty(\"sparkbloom.line\", \"$line\") }"
-           reload bundle root/publish "$@")
+    tasks=("$@"); declare -F line_tasks > /dev/null && mapfile -t tasks < <(line_tasks "$line")
+    sources=""; declare -F line_test_sources > /dev/null && sources="$(line_test_sources "$line")"
+    cmds+=("eval { println(\"[sparkbloom] line $line: Spark $(line_field "$line" 1), Scala $(line_field "$line" 2): jar, Maven artifacts${tasks[*]:+, ${tasks[*]}}\"); System.setProperty(\"sparkbloom.line\", \"$line\"); System.setProperty(\"sparkbloom.testSources\", \"$sources\") }"
+           reload bundle root/publish "${tasks[@]+"${tasks[@]}"}")
   done
   rm -rf "$ROOT/target/bundles" "$ROOT/dist/maven"
   sbt "${cmds[@]}"

@@ -173,7 +173,7 @@ lazy val root = (project in file("."))
       val all = (Test / unmanagedSources).value
       val only = sys.props.get("sparkbloom.testSources") match {
         case Some(re) => Some(re).filter(_.nonEmpty)
-        case None     => sys.env.get("SPARKBLOOM_TEST_SOURCES")
+        case None => sys.env.get("SPARKBLOOM_TEST_SOURCES")
       }
       only.fold(all)(re => all.filter(f => f.getName.matches(s".*(?:$re).*")))
     },

@@ -69,7 +69,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
 import foreign_writers as fw  # noqa: E402
 
 EPOCH = datetime.date(1970, 1, 1)
-decimal.getcontext().prec = 50  # decimal(30,5) values: the default context (28 digits) rounds them, pyarrow refuses them
+decimal.getcontext().prec = 50  # decimal(30,5): the default context (28 digits) rounds them, pyarrow refuses them
 UTC = datetime.timezone.utc
 TYPES = ["tinyint", "smallint", "int", "bigint", "float", "double", "decimal(5,2)", "decimal(15,3)",
          "decimal(30,5)", "date", "timestamp", "timestamp_ntz", "string", "binary"]
@@ -288,13 +288,13 @@ def conf(spark: SparkSession, settings: dict[str, str]) -> None:
 class Round:
     """One seeded table with its history of writes, its key table K, and its queries."""
 
-    def __init__(self, spark: SparkSession, seed: int, number: int, base: str, fmt: str | None = None) -> None:
+    def __init__(self, spark: SparkSession, seed: int, number: int, base: str, forms: list[str]) -> None:
         self.spark, self.number = spark, number
         self.seed = (seed * 1_000_003 + number) & 0xFFFFFFFF
         self.rng = random.Random(self.seed)
         self.work = os.path.join(base, f"r{number}")
         os.makedirs(self.work, exist_ok=True)
-        fmt = fmt or FORMATS[number % len(FORMATS)]  # every form in turn
+        fmt = forms[number % len(forms)]  # every form in turn
         self.t = Table(fmt, random_schema(self.rng, fmt))
         self.w = Writer(spark, self.work, self.rng)
         self.rows_per_file = self.rng.choice([1024, 2048, 3072])
@@ -761,7 +761,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
 
         while more():
             ts = time.perf_counter()
-            rnd = Round(spark, args.seed, number, base, args.format)
+            rnd = Round(spark, args.seed, number, base, args.formats.split(","))
             try:
                 rnd.build()
             except Exception as e:
@@ -796,7 +796,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
                 dml(spark, rnd, args.dml, tot, log)
             tot.rounds += 1
             elapsed = time.perf_counter() - t0
-            log(f"round {number} {rnd.t.fmt:10s} {n} queries (setup {time.perf_counter() - ts:.0f} s, "
+            log(f"round {number} {rnd.t.fmt:10s} {n} queries (round {time.perf_counter() - ts:.0f} s, "
                 f"on {tot.on_s:.0f} s, "
                 f"off {tot.off_s:.0f} s so far); total {tot.queries} ({tot.queries / elapsed:.1f}/s), "
                 f"dml {tot.dml}, wrong {tot.wrong} + {tot.dml_wrong} dml, both failed {tot.both_failed}, "
@@ -828,12 +828,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--per-round", type=int, default=1500, help="queries per table")
     p.add_argument("--batch", type=int, default=250, help="queries per Spark job")
     p.add_argument("--dml", type=int, default=3, help="DML statements per Delta / Iceberg round")
-    p.add_argument("--format", choices=FORMATS, default=None, help="every round of this form")
+    p.add_argument("--formats", default=",".join(FORMATS), help="the table forms, in turn by round number")
     p.add_argument("--work", default=None, help="scratch directory (default: TMPDIR)")
     p.add_argument("--max-seconds", type=float, default=None, help="start no batch after this long; report what ran")
     p.add_argument("--keep-rounds", type=int, default=0)
     p.add_argument("--json", default=None)
     args = p.parse_args(argv)
+    if not args.formats or any(f not in FORMATS for f in args.formats.split(",")):
+        p.error(f"--formats: a comma-separated list of {', '.join(FORMATS)}")
     out = run(args, lambda s: print(s, flush=True))
     print(json.dumps({k: v for k, v in out.items() if k != "failures"}, indent=1, default=str))
     if args.json:

@@ -150,6 +150,9 @@ class Soak:
                 if not CONFLICT.search(str(e)) and not CONFLICT.search(type(e).__name__):
                     raise
                 self.count(f"{what}_conflicts_retried")
+                if self.done.is_set():  # the soak is over: not retried again (the stream still appends)
+                    self.count(f"{what}_given_up_at_end")
+                    return None
                 time.sleep(0.2 * (attempt + 1))
         raise RuntimeError(f"{what}: 20 conflicts in a row")
 
@@ -262,8 +265,8 @@ class Soak:
         values = ", ".join(f"({i}, '{u}', '{p}')" for i, u, p in rows)
         sql = (f"MERGE INTO {self.table} t USING (SELECT * FROM VALUES {values} AS s(id, u, payload)) s "
                "ON t.u = s.u WHEN MATCHED THEN UPDATE SET payload = s.payload WHEN NOT MATCHED THEN INSERT *")
-        self.with_retries("merge", lambda: self.spark.sql(sql).collect())
-        self.count("merges")
+        if self.with_retries("merge", lambda: self.spark.sql(sql).collect()) is not None:
+            self.count("merges")
 
     MAINTENANCE = ("optimize_manual", "optimize_bloom_index", "vacuum", "vacuum_bloom_index")
 
@@ -275,8 +278,8 @@ class Soak:
             "vacuum": f"VACUUM {self.table} RETAIN {retain} HOURS",
             "vacuum_bloom_index": f"VACUUM BLOOM INDEX soak_ix ON {self.table} RETAIN {retain} HOURS",
         }[what]
-        self.with_retries(what, lambda: self.spark.sql(sql).collect())
-        self.count(what)
+        if self.with_retries(what, lambda: self.spark.sql(sql).collect()) is not None:
+            self.count(what)
 
     # -- the driver JVM ---------------------------------------------------------------------------------------------
 

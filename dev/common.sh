@@ -148,12 +148,13 @@ build_wheel() {
 # `line_test_sources <line>` (the regex of the test files compiled on that line, build.sbt's sparkbloom.testSources;
 # empty: every test file).
 build_lines() {
-  local cmds=() line tasks sources
+  local cmds=() line tasks sources desc
   for line in $(all_lines); do
     ensure_pyspark_jars "$line"
     tasks=("$@"); declare -F line_tasks > /dev/null && mapfile -t tasks < <(line_tasks "$line")
     sources=""; declare -F line_test_sources > /dev/null && sources="$(line_test_sources "$line")"
-    cmds+=("eval { println(\"[sparkbloom] line $line: Spark $(line_field "$line" 1), Scala $(line_field "$line" 2): jar, Maven artifacts${tasks[*]:+, ${tasks[*]}}\"); System.setProperty(\"sparkbloom.line\", \"$line\"); System.setProperty(\"sparkbloom.testSources\", \"$sources\") }"
+    desc="${tasks[*]:+, ${tasks[*]}}"; desc="${desc//\"/\'}"  # printed inside a Scala string: no double quotes
+    cmds+=("eval { println(\"[sparkbloom] line $line: Spark $(line_field "$line" 1), Scala $(line_field "$line" 2): jar, Maven artifacts$desc\"); System.setProperty(\"sparkbloom.line\", \"$line\"); System.setProperty(\"sparkbloom.testSources\", \"$sources\") }"
            reload bundle root/publish "${tasks[@]+"${tasks[@]}"}")
   done
   rm -rf "$ROOT/target/bundles" "$ROOT/dist/maven"

@@ -50,6 +50,7 @@ import json
 import math
 import os
 import random
+import re
 import shutil
 import struct
 import sys
@@ -635,7 +636,10 @@ def record_skipping(tot: Totals, df: DataFrame) -> None:
 
 
 def same_error(a: str, b: str) -> bool:
-    return a.split("]")[0] == b.split("]")[0]
+    # Py4J names the JVM object it called ("calling o1645.collectToPython"): different on the two sides
+    def norm(e: str) -> str:
+        return re.sub(r"\bo\d+\.", "o.", e.split("]")[0])
+    return norm(a) == norm(b)
 
 
 def run_batch(spark: SparkSession, rnd: Round, queries: list[tuple[int, str, str]], mode: str, tot: Totals,

@@ -50,7 +50,6 @@ import json
 import math
 import os
 import random
-import re
 import shutil
 import struct
 import sys
@@ -618,8 +617,7 @@ def answer(spark: SparkSession, sql: str, on: bool) -> tuple[dict[int, tuple[int
         df = spark.sql(sql)
         return {int(r[0]): (int(r[1]), r[2]) for r in df.collect()}, df
     except Exception as e:  # a failing query: compared by its error class with the other side's
-        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        return "error: " + msg[:300], None
+        return error_text(e), None
 
 
 def record_skipping(tot: Totals, df: DataFrame) -> None:
@@ -635,11 +633,16 @@ def record_skipping(tot: Totals, df: DataFrame) -> None:
         tot.native_row_groups_skipped += s.native_row_groups_skipped
 
 
+def error_text(e: Exception) -> str:
+    """A failure's first line: for a call into the JVM, the Java exception's (its class and message), not Py4J's
+    wrapper, whose "An error occurred while calling o1645.collectToPython" names neither and differs by side."""
+    java = getattr(e, "java_exception", None)
+    text = (str(java.toString()) if java is not None else str(e)).strip()
+    return "error: " + (text.splitlines()[0] if text else type(e).__name__)[:300]
+
+
 def same_error(a: str, b: str) -> bool:
-    # Py4J names the JVM object it called ("calling o1645.collectToPython"): different on the two sides
-    def norm(e: str) -> str:
-        return re.sub(r"\bo\d+\.", "o.", e.split("]")[0])
-    return norm(a) == norm(b)
+    return a.split("]")[0] == b.split("]")[0]
 
 
 def run_batch(spark: SparkSession, rnd: Round, queries: list[tuple[int, str, str]], mode: str, tot: Totals,
@@ -711,7 +714,7 @@ def dml(spark: SparkSession, rnd: Round, n: int, tot: Totals, log: Callable[[str
                 spark.sql(stmt.replace("{T}", ref)).collect()
                 res.append("ok")
             except Exception as e:
-                res.append("error: " + (str(e).strip().splitlines() or [type(e).__name__])[0][:300])
+                res.append(error_text(e))
         spark.conf.set("spark.sparkbloom.enabled", "true")
         tot.dml += 1
         if res[0] != "ok" and res[1] != "ok" and same_error(res[0], res[1]):

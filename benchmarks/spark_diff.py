@@ -582,6 +582,7 @@ class Totals:
     v2: int = 0
     both_failed: int = 0
     wrong: int = 0
+    spark_alone_wrong: int = 0
     batches: int = 0
     batches_rerun: int = 0
     dml: int = 0
@@ -600,6 +601,7 @@ class Totals:
     native_row_groups_skipped: int = 0
     files_not_covered: int = 0
     failures: list[dict[str, Any]] = field(default_factory=list)
+    spark_alone: list[dict[str, Any]] = field(default_factory=list)
 
 
 def wrapped(qid: int, sql: str) -> str:
@@ -611,13 +613,20 @@ def batch_sql(queries: list[tuple[int, str]]) -> str:
     return f"SELECT qid, count(*) AS n, sum(CAST(h AS DECIMAL(38,0))) AS s FROM ({union}) GROUP BY qid"
 
 
-def answer(spark: SparkSession, sql: str, on: bool) -> tuple[dict[int, tuple[int, Any]] | str, DataFrame | None]:
+def answer(spark: SparkSession, sql: str, on: bool,
+           unfiltered: bool = False) -> tuple[dict[int, tuple[int, Any]] | str, DataFrame | None]:
+    """The batch's per-query (count, hash sum), with sparkbloom on or off. ``unfiltered`` (with it off) also turns
+    off Parquet filter pushdown, so no statistics, dictionary, page-index or bloom filter drops a row group: the
+    referee of a mismatch."""
     spark.conf.set("spark.sparkbloom.enabled", str(on).lower())
+    spark.conf.set("spark.sql.parquet.filterPushdown", str(not unfiltered).lower())
     try:
         df = spark.sql(sql)
         return {int(r[0]): (int(r[1]), r[2]) for r in df.collect()}, df
     except Exception as e:  # a failing query: compared by its error class with the other side's
         return error_text(e), None
+    finally:
+        spark.conf.set("spark.sql.parquet.filterPushdown", "true")
 
 
 def record_skipping(tot: Totals, df: DataFrame) -> None:
@@ -667,9 +676,25 @@ def run_batch(spark: SparkSession, rnd: Round, queries: list[tuple[int, str, str
             tot.both_failed += 1
             continue
         if one_on != one_off:
-            tot.wrong += 1
+            # The referee: the same query with sparkbloom off and no Parquet filter pushdown at all. Where sparkbloom
+            # on agrees with it and Spark alone does not, Spark's own row-group filters lost rows that sparkbloom's
+            # guards keep (the floating-zero dictionary case, NaN statistics): recorded, not a sparkbloom error.
+            ref, _ = answer(spark, batch_sql([(i, q)]), False, unfiltered=True)
             f = {"seed": rnd.seed, "round": rnd.number, "query": i, "kind": kind, "mode": mode, "sql": q,
-                 "on": str(one_on), "off": str(one_off), "table": rnd.describe()}
+                 "on": str(one_on), "off": str(one_off), "unfiltered": str(ref), "table": rnd.describe()}
+            # and, to name the level that lost them, Spark alone with one of parquet-java's row-group filters off
+            for level in ("dictionary", "bloom", "statistics"):
+                spark.conf.set(f"parquet.filter.{level}.enabled", "false")
+                try:
+                    f[f"off_without_{level}_filter"] = str(answer(spark, batch_sql([(i, q)]), False)[0])
+                finally:
+                    spark.conf.unset(f"parquet.filter.{level}.enabled")
+            if one_on == ref and not isinstance(ref, str):
+                tot.spark_alone_wrong += 1
+                tot.spark_alone.append(f)
+                log(f"SPARK ALONE WRONG (sparkbloom on matches the unfiltered read): {json.dumps(f, ensure_ascii=False)}")
+                continue
+            tot.wrong += 1
             tot.failures.append(f)
             log(f"WRONG ANSWER: {json.dumps(f, ensure_ascii=False)}")
 
@@ -806,7 +831,8 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
             log(f"round {number} {rnd.t.fmt:10s} {n} queries (round {time.perf_counter() - ts:.0f} s, "
                 f"on {tot.on_s:.0f} s, "
                 f"off {tot.off_s:.0f} s so far); total {tot.queries} ({tot.queries / elapsed:.1f}/s), "
-                f"dml {tot.dml}, wrong {tot.wrong} + {tot.dml_wrong} dml, both failed {tot.both_failed}, "
+                f"dml {tot.dml}, wrong {tot.wrong} + {tot.dml_wrong} dml, Spark alone wrong {tot.spark_alone_wrong}, "
+                f"both failed {tot.both_failed}, "
                 f"files skipped {tot.files_skipped}/{tot.files_total}, row groups {tot.row_groups_skipped}/"
                 f"{tot.row_groups_total}, native {tot.native_row_groups_skipped}/{tot.native_row_groups_checked}")
             if args.keep_rounds == 0:

@@ -26,7 +26,7 @@ from pyspark.sql import SparkSession
 
 HERE = Path(__file__).resolve().parent
 WRITERS = int(os.environ.get("SPARKBLOOM_RACING_WRITERS", "4"))
-COMMITS = int(os.environ.get("SPARKBLOOM_RACING_COMMITS", "60"))  # 200 in the runs of docs/object-store.md
+COMMITS = int(os.environ.get("SPARKBLOOM_RACING_COMMITS", "30"))  # 200 in the runs of docs/object-store.md
 
 
 def run_writers(s3_proxy: Any, s3: dict[str, str], table: str, writers: int, writes: int,
@@ -117,7 +117,7 @@ def test_racing_writers_lose_no_version(spark: SparkSession, s3_proxy: Any, s3_s
 def test_rename_commits_lose_versions(spark: SparkSession, s3_proxy: Any, s3_server: dict[str, str]) -> None:
     """The same race with the commit of before (a rename without overwrite: on S3A a check, a copy and a delete)
     loses versions: the test above would catch a regression to it."""
-    r = race(spark, s3_proxy, s3_server, 2, int(os.environ.get("SPARKBLOOM_RACING_BEFORE_COMMITS", "30")), "rename")
+    r = race(spark, s3_proxy, s3_server, 2, int(os.environ.get("SPARKBLOOM_RACING_BEFORE_COMMITS", "16")), "rename")
     assert r["failed"] == 0, r
     # the next write's refresh lists the table and covers a lost version's files again: what is lost is versions
     assert r["lost"] > 0, r

@@ -292,7 +292,7 @@ trait DmlFuzz extends LakehouseSpark {
       s"pruned): ${skippedBy.map { case (f, (r, p)) => s"$f $r/$p" }.mkString(", ")}")
     info(s"$variant: $metricsCompared commits' metrics equal with sparkbloom on and off ($layoutCompared of them " +
       s"over the same files): ${comparedNames.mkString(", ")}")
-    // (one allowed in a small sample: dev/matrix runs 3 statements a variant on the lines besides the default)
+    // (one allowed in a small sample: dev/matrix runs 2 statements a variant on the lines besides the default)
     assert(bothFailed <= math.max(1, cases / 8),
       s"$variant: $bothFailed of $cases statements failed even without the index")
     // Many statements cannot skip: broadcasts off for a Delta MERGE, an RDD source, the key cap, a source whose keys

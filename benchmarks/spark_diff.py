@@ -614,19 +614,20 @@ def batch_sql(queries: list[tuple[int, str]]) -> str:
 
 
 def answer(spark: SparkSession, sql: str, on: bool,
-           unfiltered: bool = False) -> tuple[dict[int, tuple[int, Any]] | str, DataFrame | None]:
-    """The batch's per-query (count, hash sum), with sparkbloom on or off. ``unfiltered`` (with it off) also turns
-    off Parquet filter pushdown, so no statistics, dictionary, page-index or bloom filter drops a row group: the
-    referee of a mismatch."""
+           confs: dict[str, str] | None = None) -> tuple[dict[int, tuple[int, Any]] | str, DataFrame | None]:
+    """The batch's per-query (count, hash sum), with sparkbloom on or off, and ``confs`` set for this query only
+    (unset again after it: the referee's settings, which the session never sets itself)."""
     spark.conf.set("spark.sparkbloom.enabled", str(on).lower())
-    spark.conf.set("spark.sql.parquet.filterPushdown", str(not unfiltered).lower())
+    for k, v in (confs or {}).items():
+        spark.conf.set(k, v)
     try:
         df = spark.sql(sql)
         return {int(r[0]): (int(r[1]), r[2]) for r in df.collect()}, df
     except Exception as e:  # a failing query: compared by its error class with the other side's
         return error_text(e), None
     finally:
-        spark.conf.set("spark.sql.parquet.filterPushdown", "true")
+        for k in confs or {}:
+            spark.conf.unset(k)
 
 
 def record_skipping(tot: Totals, df: DataFrame) -> None:
@@ -670,25 +671,23 @@ def run_batch(spark: SparkSession, rnd: Round, queries: list[tuple[int, str, str
         return
     tot.batches_rerun += 1
     for i, kind, q in queries:  # name the differing queries
-        one_on, _ = answer(spark, batch_sql([(i, q)]), True)
-        one_off, _ = answer(spark, batch_sql([(i, q)]), False)
+        single = batch_sql([(i, q)])
+        one_on, _ = answer(spark, single, True)
+        one_off, _ = answer(spark, single, False)
         if isinstance(one_on, str) and isinstance(one_off, str) and same_error(one_on, one_off):
             tot.both_failed += 1
             continue
         if one_on != one_off:
             # The referee: the same query with sparkbloom off and no Parquet filter pushdown at all. Where sparkbloom
             # on agrees with it and Spark alone does not, Spark's own row-group filters lost rows that sparkbloom's
-            # guards keep (the floating-zero dictionary case, NaN statistics): recorded, not a sparkbloom error.
-            ref, _ = answer(spark, batch_sql([(i, q)]), False, unfiltered=True)
+            # guards keep (floating zeros in a foreign bloom filter, NaN statistics): recorded, not a sparkbloom error.
+            ref, _ = answer(spark, single, False, {"spark.sql.parquet.filterPushdown": "false"})
             f = {"seed": rnd.seed, "round": rnd.number, "query": i, "kind": kind, "mode": mode, "sql": q,
                  "on": str(one_on), "off": str(one_off), "unfiltered": str(ref), "table": rnd.describe()}
             # and, to name the level that lost them, Spark alone with one of parquet-java's row-group filters off
             for level in ("dictionary", "bloom", "statistics"):
-                spark.conf.set(f"parquet.filter.{level}.enabled", "false")
-                try:
-                    f[f"off_without_{level}_filter"] = str(answer(spark, batch_sql([(i, q)]), False)[0])
-                finally:
-                    spark.conf.unset(f"parquet.filter.{level}.enabled")
+                f[f"off_without_{level}_filter"] = str(answer(spark, single, False,
+                                                              {f"parquet.filter.{level}.enabled": "false"})[0])
             if one_on == ref and not isinstance(ref, str):
                 tot.spark_alone_wrong += 1
                 tot.spark_alone.append(f)

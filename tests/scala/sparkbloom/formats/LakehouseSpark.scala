@@ -34,11 +34,12 @@ trait LakehouseSpark extends SparkSessionSuite {
    * The differential fuzzer of `sparkbloom.reliability.DifferentialFuzzSuite` on a table of this format: the
    * random rows of [[sparkbloom.reliability.RandomTables]] (every indexable type, specials, nulls) written by
    * `write` in 24 files, indexed on every column, then random predicates compared with sparkbloom on and off.
-   * Size: `SPARKBLOOM_LAKEHOUSE_FUZZ_QUERIES` (default 20 per format in CI; docs/fuzzing.md has the long run).
+   * Size: `SPARKBLOOM_LAKEHOUSE_FUZZ_QUERIES` (default 12 per format in CI, 20 until CI passed 60 minutes;
+   * docs/fuzzing.md has the long run).
    */
   def fuzz(write: DataFrame => Unit, read: () => DataFrame, ref: TableRef, seed: Long): (Int, Int, Int) = {
     import sparkbloom.reliability.RandomTables
-    val n = sys.env.get("SPARKBLOOM_LAKEHOUSE_FUZZ_QUERIES").map(_.toInt).getOrElse(20)
+    val n = sys.env.get("SPARKBLOOM_LAKEHOUSE_FUZZ_QUERIES").map(_.toInt).getOrElse(12)
     spark.conf.set("spark.sql.datetime.java8API.enabled", "true")
     val rows = RandomTables.rows(new scala.util.Random(seed), 4800, 0L).toIndexedSeq
     write(spark.createDataFrame(spark.sparkContext.parallelize(rows, 24), RandomTables.schema))

@@ -81,7 +81,7 @@ object Harness {
       val ids = threads.getAllThreadIds
       val byKind = ids.zip(threads.getThreadCpuTime(ids)).flatMap { case (id, c) =>
         Option(threads.getThreadInfo(id)).filter(_ => c >= 0).map(_.getThreadName.replaceAll("[0-9]+", "#") -> c)
-      }.groupMapReduce(_._1)(_._2)(_ + _)
+      }.groupBy(_._1).map { case (kind, cs) => kind -> cs.map(_._2).sum } // Scala 2.12 has no groupMapReduce
       Snapshot(os.getProcessCpuTime, threads.getTotalThreadAllocatedBytes, byKind)
     }
   }

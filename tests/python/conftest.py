@@ -28,12 +28,18 @@ def _shared_dir() -> Path:
 FIXTURES = _shared_dir() / "fixtures"
 
 
+def running_line() -> str:
+    """The Spark line (project/versions.properties) of the Spark pyspark launches; dev/matrix's full mode runs the
+    suites on every line's pyspark."""
+    from sparkbloom.session import line_for, spark_version
+
+    return line_for(*spark_version())
+
+
 def harness_jar() -> Path:
     """The harness classes of the running Spark line (benchmarks/harness: DecisionFuzz), built by
     `dev/sbt harness/package` (dev/test does it) into target/harness/spark-<line>/; not part of the package."""
-    from sparkbloom.session import line_for, spark_version
-
-    return ROOT / "target" / "harness" / f"spark-{line_for(*spark_version())}" / "sparkbloom-harness.jar"
+    return ROOT / "target" / "harness" / f"spark-{running_line()}" / "sparkbloom-harness.jar"
 
 
 def stored_length_readable() -> bool:

@@ -14,7 +14,7 @@ from pyspark.sql import SparkSession
 
 import sparkbloom
 
-from conftest import ROOT, run_python
+from conftest import ROOT, run_python, running_line
 
 EXAMPLES = ROOT / "examples"
 
@@ -92,11 +92,8 @@ def versions() -> dict[str, list[str]]:
 def lakehouse_jars() -> list[Path]:
     """The running line's Delta Lake and Iceberg runtime jars, as ``sbt lakehouseJars`` (run by dev/test and
     dev/demo) copied them from the build's Maven cache to target/lakehouse/spark-<line>; nothing is fetched here."""
-    from sparkbloom.session import line_for, spark_version
-
     props = versions()
-    # the line of the Spark pyspark runs (dev/matrix's full mode runs these tests on every line's pyspark)
-    line = os.environ.get("SPARKBLOOM_LINE") or line_for(*spark_version())
+    line = os.environ.get("SPARKBLOOM_LINE") or running_line()
     if "-" in props.get(f"lakehouse.{line}", ["-", "-"]):
         pytest.skip(f"Spark line {line} lacks Delta or Iceberg artifacts (project/versions.properties)")
     jars = sorted((ROOT / "target" / "lakehouse" / f"spark-{line}").glob("*.jar"))

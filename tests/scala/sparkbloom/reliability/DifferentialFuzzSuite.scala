@@ -17,8 +17,7 @@ import sparkbloom.testing.SparkSessionSuite
  *
  * Size: `SPARKBLOOM_SPARK_FUZZ_QUERIES` (or `-Dsparkbloom.fuzz.queries`), default 100 (+ 20 for the second
  * test) in CI: a compared query costs ~0.3-0.8 s on this 2-core machine. 200 until CI, which runs every suite on
- * three Spark lines, passed 60 minutes (73 min); the long runs are in docs/fuzzing.md. `-Dsparkbloom.fuzz.seed`
- * (default fixed).
+ * three Spark lines, passed 60 minutes (73 min). `-Dsparkbloom.fuzz.seed` (default fixed).
  * Long run (docs/fuzzing.md; ~1 hour per 10,000 queries on 2 cores):
  * {{{
  *   SPARKBLOOM_SPARK_FUZZ_QUERIES=10000 dev/sbt "testOnly sparkbloom.reliability.DifferentialFuzzSuite"

@@ -2,7 +2,9 @@
 """What the NaN guard costs a range query on a Spark-written (parquet-java) float/double table, which keeps its
 statistics pruning: the same query with spark.sparkbloom.nanGuard.enabled true (the default: each file's
 created_by is read once per executor and the parquet-java files are read as before) and false (the behaviour
-before the guard), alternating which runs first, medians over --runs runs each. V1 (spark.read.parquet) and V2
+before the guard), and false again as an A/A control (what noise alone gives), the three rotating which runs first,
+--runs rounds. Reported: medians, and each round's on/off ratio (paired: same warm-up, same background load) with
+its median and a bootstrap 95% interval, next to the control's off2/off. V1 (spark.read.parquet) and V2
 (spark.sql.sources.useV1SourceList empty) scans. The first query of each (cold: footers not yet cached) is
 reported apart (it also carries the session's warm-up for whichever mode ran first).
 
@@ -15,6 +17,7 @@ import argparse
 import json
 import os
 import platform
+import random
 import shutil
 import statistics
 import tempfile
@@ -25,6 +28,13 @@ from pyspark.sql import SparkSession
 import sparkbloom
 
 GUARD = "spark.sparkbloom.nanGuard.enabled"
+
+
+def bootstrap_ci(xs: list[float], n: int = 4000, seed: int = 1) -> tuple[float, float]:
+    """A 95% bootstrap interval of the median of xs (resampled with a fixed seed, so a rerun gives the same)."""
+    rng = random.Random(seed)
+    meds = sorted(statistics.median(rng.choices(xs, k=len(xs))) for _ in range(n))
+    return meds[int(0.025 * n)], meds[int(0.975 * n) - 1]
 
 
 def main() -> int:
@@ -50,11 +60,14 @@ def main() -> int:
         for scan in ("v1", "v2"):
             spark.conf.set("spark.sql.sources.useV1SourceList", "parquet" if scan == "v1" else "")
             for qname, cond in queries.items():
-                times: dict[str, list[float]] = {"on": [], "off": []}
+                # "off2" is a second guard-off run in every round: an A/A control whose ratio to "off" shows what
+                # the machine's noise alone gives.
+                times: dict[str, list[float]] = {"on": [], "off": [], "off2": []}
                 cold: dict[str, float] = {}
+                rotations = [("on", "off", "off2"), ("off", "off2", "on"), ("off2", "on", "off")]
+                n = None
                 for i in range(args.runs + 1):
-                    order = ("on", "off") if i % 2 == 0 else ("off", "on")
-                    for mode in order:
+                    for mode in rotations[i % 3]:
                         spark.conf.set(GUARD, "true" if mode == "on" else "false")
                         t0 = time.perf_counter()
                         n = spark.read.parquet(path).where(cond).selectExpr("sum(id)", "count(s)").collect()
@@ -63,14 +76,23 @@ def main() -> int:
                             cold[mode] = dt
                         else:
                             times[mode].append(dt)
+                assert n is not None
                 med = {m: statistics.median(v) for m, v in times.items()}
+                # Paired ratios: each round's guard-on time over the same round's guard-off time (same warm-up,
+                # same background load), their median and a bootstrap 95% interval of that median.
+                paired = [a / b for a, b in zip(times["on"], times["off"])]
+                control = [a / b for a, b in zip(times["off2"], times["off"])]
                 results[f"{scan} {qname}"] = {
                     "condition": cond, "rows": n[0][1], "median_s": med, "ratio_on_off": med["on"] / med["off"],
+                    "paired_ratio_median": statistics.median(paired), "paired_ratio_ci95": bootstrap_ci(paired),
+                    "control_ratio_median": statistics.median(control), "control_ratio_ci95": bootstrap_ci(control),
                     "first_run_s": cold, "runs": times,
                 }
+                lo, hi = bootstrap_ci(paired)
                 print(f"{scan} {qname:18s} on {med['on']:.3f}s off {med['off']:.3f}s "
-                      f"ratio {med['on'] / med['off']:.3f} (first runs: on {cold['on']:.3f}s off {cold['off']:.3f}s)",
-                      flush=True)
+                      f"paired on/off {statistics.median(paired):.3f} [{lo:.3f}, {hi:.3f}], "
+                      f"A/A off2/off {statistics.median(control):.3f} (first runs: on {cold['on']:.3f}s "
+                      f"off {cold['off']:.3f}s)", flush=True)
     finally:
         spark.stop()
         shutil.rmtree(tmp, ignore_errors=True)

@@ -10,7 +10,7 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 
 import sparkbloom.BloomConf
-import sparkbloom.index.{RowGroupSelection, SerializableConf}
+import sparkbloom.index.{ConfBroadcast, RowGroupSelection}
 import sparkbloom.predicate.{BloomPredicate, Conditions}
 
 /**
@@ -44,6 +44,11 @@ class BloomParquetFileFormat(val selection: RowGroupSelection, val native: Optio
     hadoopConf.setBoolean(BloomParquetFileFormat.NativeBloomFiltering, false) // a per-scan copy of the conf
     val guarded = NanGuard.needed(sparkSession, filters, hadoopConf)
     val nanSafeConf = if (guarded) Some(new Configuration(hadoopConf)) else None
+    val nat = native.filter(n => NativeFilters.prunable(n.all) || NativeFilters.prunable(n.covered))
+    // The conf the read-time checks read files with, taken before Spark's reader adds its per-query entries (the
+    // requested schema, ...), so that queries over the same relation share one broadcast (ConfBroadcast).
+    val conf =
+      if (nat.isEmpty && !guarded) None else Some(ConfBroadcast.of(sparkSession.sparkContext, hadoopConf))
     val fullRead = super.buildReaderWithPartitionValues(sparkSession, dataSchema, partitionSchema, requiredSchema,
       filters, options, hadoopConf)
     // Files whose writer may leave NaN out of min/max are read with only the filters that cannot be true for NaN.
@@ -52,10 +57,6 @@ class BloomParquetFileFormat(val selection: RowGroupSelection, val native: Optio
         Conditions.nanSafe(filters), options, c))
     val sel = selection
     val minSkip = BloomConf.minSkipPerExtraRead(sparkSession)
-    val nat = native.filter(n => NativeFilters.prunable(n.all) || NativeFilters.prunable(n.covered))
-    val conf =
-      if (nat.isEmpty && !guarded) None
-      else Some(sparkSession.sparkContext.broadcast(new SerializableConf(hadoopConf)))
     (file: PartitionedFile) => {
       val read = nanSafeRead match {
         case Some(r) if !NanGuard.statisticsSafe(conf.get.value.value, file) => r

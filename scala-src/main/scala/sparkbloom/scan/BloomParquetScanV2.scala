@@ -9,7 +9,7 @@ import org.apache.spark.sql.execution.datasources.v2.FilePartitionReaderFactory
 import org.apache.spark.sql.execution.datasources.v2.parquet.{ParquetPartitionReaderFactory, ParquetScan}
 import org.apache.spark.sql.vectorized.ColumnarBatch
 
-import sparkbloom.index.{RowGroupSelection, SerializableConf}
+import sparkbloom.index.{ConfBroadcast, RowGroupSelection}
 import sparkbloom.predicate.Conditions
 
 /**
@@ -23,7 +23,8 @@ import sparkbloom.predicate.Conditions
  * is never wrapped (it answers from footers, not rows).
  */
 class BloomParquetScanV2(val original: ParquetScan, val spec: NativeSpec, minSkipPerExtraRead: Long,
-                         val index: Option[PrunedListing] = None)
+                         val index: Option[PrunedListing] = None,
+                         sparkFactory: () => PartitionReaderFactory = null)
   extends ParquetScan(original.sparkSession, original.hadoopConf, original.fileIndex, original.dataSchema,
     original.readDataSchema, original.readPartitionSchema, original.pushedFilters, original.options,
     original.pushedAggregate, original.partitionFilters, original.dataFilters) {
@@ -53,7 +54,11 @@ class BloomParquetScanV2(val original: ParquetScan, val spec: NativeSpec, minSki
     }
   }
 
-  override def createReaderFactory(): PartitionReaderFactory = original.createReaderFactory() match {
+  /** Spark's factory for the original scan: the one its planner built when it was handed, else a new one. */
+  private def originalFactory(): PartitionReaderFactory =
+    if (sparkFactory != null) sparkFactory() else original.createReaderFactory()
+
+  override def createReaderFactory(): PartitionReaderFactory = originalFactory() match {
     case f: ParquetPartitionReaderFactory =>
       // Files whose writer may leave NaN out of min/max are read by a copy of Spark's factory handed only the
       // filters that cannot be true for NaN ([[NanGuard]]); it shares the original's broadcast conf.
@@ -67,7 +72,7 @@ class BloomParquetScanV2(val original: ParquetScan, val spec: NativeSpec, minSki
           val b = f.broadcastedConf
           () => b.value.value
         } else {
-          val b = sparkSession.sparkContext.broadcast(new SerializableConf(original.hadoopConf))
+          val b = ConfBroadcast.of(sparkSession.sparkContext, original.hadoopConf)
           () => b.value.value
         }
       new NativeFilteringReaderFactory(f, spec, conf, minSkipPerExtraRead, selection, nanSafe)

@@ -7,6 +7,7 @@ import scala.jdk.CollectionConverters._
 import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.expressions.{And, Attribute, AttributeReference, Expression, Literal}
 import org.apache.spark.sql.catalyst.plans.logical.{Filter, LogicalPlan}
+import org.apache.spark.sql.connector.read.PartitionReaderFactory
 import org.apache.spark.sql.execution.SparkPlan
 import org.apache.spark.sql.execution.datasources.v2.{BatchScanExec, DataSourceV2Relation, DataSourceV2ScanRelation}
 import org.apache.spark.sql.execution.datasources.v2.parquet.{ParquetScan, ParquetTable}
@@ -58,7 +59,7 @@ object ParquetV2Format extends TableFormat {
 
   override def rewritePhysical(session: SparkSession, scan: SparkPlan): Option[SparkPlan] = scan match {
     case b: BatchScanExec if b.scan.getClass == classOf[ParquetScan] =>
-      wrap(session, b.scan.asInstanceOf[ParquetScan], BloomConf.nativeFilters(session)).map(w => b.copy(scan = w))
+      wrap(session, b, BloomConf.nativeFilters(session)).map(w => b.copy(scan = w))
     case _ => None
   }
 
@@ -90,7 +91,7 @@ object ParquetV2Format extends TableFormat {
       val s = b.scan.asInstanceOf[ParquetScan]
       if (s.pushedAggregate.isDefined) return None
       keySetIndexes(session, s.fileIndex.rootPaths, attr).map { cols =>
-        val literal = wrap(session, s, BloomConf.nativeFilters(session))
+        val literal = wrap(session, b, BloomConf.nativeFilters(session))
         val selection = literal.flatMap(_.index).map(_.selection)
           .getOrElse(new RowGroupSelection(BloomConf.rowGroupPruning(session)))
         val opts = NativeFilters.options(session, s.options.asCaseSensitiveMap().asScala.toMap)
@@ -99,7 +100,8 @@ object ParquetV2Format extends TableFormat {
         val spec = literal.map(_.spec)
           .getOrElse(NativeSpec(session, Literal.TrueLiteral, _ => None, Set.empty, opts, enabled = false))
         val listing = new KeySetFileIndex(literal.flatMap(_.index).getOrElse(s.fileIndex), keySet)
-        b.copy(scan = new BloomParquetScanV2(s, spec, BloomConf.minSkipPerExtraRead(session), Some(listing)))
+        b.copy(scan = new BloomParquetScanV2(s, spec, BloomConf.minSkipPerExtraRead(session), Some(listing),
+          sparkFactory(b)))
       }
     case _ => None
   }
@@ -108,7 +110,8 @@ object ParquetV2Format extends TableFormat {
    * The scan with bloom indexes (when the table at its single root has indexes answering its filters) and native
    * filters at read time, or None when neither can decide anything.
    */
-  private def wrap(session: SparkSession, s: ParquetScan, native: Boolean): Option[BloomParquetScanV2] = {
+  private def wrap(session: SparkSession, b: BatchScanExec, native: Boolean): Option[BloomParquetScanV2] = {
+    val s = b.scan.asInstanceOf[ParquetScan]
     if (s.isInstanceOf[BloomParquetScanV2] || s.pushedAggregate.isDefined || s.dataFilters.isEmpty) return None
     val partitionCols = s.readPartitionSchema.fieldNames.map(_.toLowerCase(Locale.ROOT)).toSet
     val names = s.dataFilters.flatMap(_.collect { case a: AttributeReference => a.exprId -> a.name }).toMap
@@ -128,6 +131,13 @@ object ParquetV2Format extends TableFormat {
     // Nothing can prune, and no file needs reading with fewer pushed filters (NanGuard): Spark's scan as it is.
     if (spec.metrics == null && index.isEmpty &&
       !NanGuard.needed(session, s.pushedFilters.toSeq, s.hadoopConf)) None
-    else Some(new BloomParquetScanV2(s, spec, BloomConf.minSkipPerExtraRead(session), index))
+    else Some(new BloomParquetScanV2(s, spec, BloomConf.minSkipPerExtraRead(session), index, sparkFactory(b)))
   }
+
+  /**
+   * Spark's reader factory of the scan `b` replaces: Spark's planner has usually built it already (asking whether the
+   * scan is columnar builds it, and broadcasts the Hadoop conf), so the rewritten scan reuses it rather than have
+   * the same scan build (and broadcast) a second one.
+   */
+  private def sparkFactory(b: BatchScanExec): () => PartitionReaderFactory = () => b.readerFactory
 }

@@ -754,33 +754,51 @@ def dml(spark: SparkSession, rnd: Round, n: int, tot: Totals, log: Callable[[str
             log(f"WRONG DML RESULT: {json.dumps(f, ensure_ascii=False, default=str)}")
 
 
-def session(warehouse: str) -> SparkSession:
+def session(warehouse: str, formats: list[str]) -> SparkSession:
+    """The run's session: Delta's and Iceberg's jars, extensions and catalogs only when `formats` has them (the
+    running line's jars, target/lakehouse/spark-<line>: a line without a Delta or Iceberg release runs the Parquet
+    forms alone)."""
     line = sparkbloom.session.line_for(*sparkbloom.session.spark_version())
     jars = sorted(glob.glob(os.path.join(ROOT, "target", "lakehouse", f"spark-{line}", "*.jar")))
-    if not any("delta-spark" in j for j in jars) or not any("iceberg-spark-runtime" in j for j in jars):
-        sys.exit(f"need delta-spark and iceberg-spark-runtime jars in target/lakehouse (dev/sbt lakehouseJars): {jars}")
-    return sparkbloom.session.local_session("sparkbloom spark_diff", warehouse_dir=os.path.join(warehouse, "wh"), conf={
+    need = {"delta": "delta-spark", "iceberg": "iceberg-spark-runtime"}
+    missing = [j for f, j in need.items() if f in formats and not any(j in x for x in jars)]
+    if missing:
+        sys.exit(f"need {' and '.join(missing)} jars for line {line} in target/lakehouse (dev/sbt lakehouseJars), "
+                 f"or --formats without {', '.join(f for f, j in need.items() if j in missing)}: {jars}")
+    conf = {
         "spark.ui.showConsoleProgress": "false", "spark.log.level": "ERROR", "spark.driver.memory": "2g",
-        "spark.jars": ",".join(jars), "spark.sql.session.timeZone": "UTC",
-        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension,"
-                                "org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions",
-        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-        "spark.databricks.delta.snapshotPartitions": "2",
-        "spark.sql.catalog.ice": "org.apache.iceberg.spark.SparkCatalog", "spark.sql.catalog.ice.type": "hadoop",
-        "spark.sql.catalog.ice.warehouse": os.path.join(warehouse, "iceberg"),
+        "spark.sql.session.timeZone": "UTC",
         # One task per scan of a small table, so a batch of hundreds of scans is not thousands of tasks.
         "spark.sql.files.openCostInBytes": "1024", "spark.sql.files.minPartitionNum": "1",
         # Run-time pruning on tables this small: on (the defaults decline tables under 1 MB).
         "spark.sparkbloom.runtimePruning.minTableSize": "0", "spark.sparkbloom.runtimePruning.maxKeptFraction": "1.0",
-        "spark.sql.adaptive.enabled": "true"})
+        "spark.sql.adaptive.enabled": "true"}
+    lake_jars = [j for f, name in need.items() if f in formats for j in jars if name in j]
+    extensions = []
+    if "delta" in formats:
+        extensions.append("io.delta.sql.DeltaSparkSessionExtension")
+        conf.update({"spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+                     "spark.databricks.delta.snapshotPartitions": "2"})
+    if "iceberg" in formats:
+        extensions.append("org.apache.iceberg.spark.extensions.IcebergSparkSessionExtensions")
+        conf.update({"spark.sql.catalog.ice": "org.apache.iceberg.spark.SparkCatalog",
+                     "spark.sql.catalog.ice.type": "hadoop",
+                     "spark.sql.catalog.ice.warehouse": os.path.join(warehouse, "iceberg")})
+    if lake_jars:
+        conf["spark.jars"] = ",".join(lake_jars)
+    if extensions:
+        conf["spark.sql.extensions"] = ",".join(extensions)
+    return sparkbloom.session.local_session("sparkbloom spark_diff", warehouse_dir=os.path.join(warehouse, "wh"),
+                                            conf=conf)
 
 
 def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[str, Any]:
     base = tempfile.mkdtemp(prefix="sparkbloom-diff-", dir=args.work)
     load_before = os.getloadavg()
     t0 = time.perf_counter()
-    spark = session(base)
-    spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
+    spark = session(base, args.formats.split(","))
+    if "iceberg" in args.formats.split(","):
+        spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
     tot = Totals()
     setup_s = 0.0
     number = args.start_round

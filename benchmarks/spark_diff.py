@@ -796,8 +796,9 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
     base = tempfile.mkdtemp(prefix="sparkbloom-diff-", dir=args.work)
     load_before = os.getloadavg()
     t0 = time.perf_counter()
-    spark = session(base, args.formats.split(","))
-    if "iceberg" in args.formats.split(","):
+    formats = args.formats.split(",")
+    spark = session(base, formats)
+    if "iceberg" in formats:
         spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
     tot = Totals()
     setup_s = 0.0

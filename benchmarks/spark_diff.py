@@ -811,7 +811,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
 
         while more():
             ts = time.perf_counter()
-            rnd = Round(spark, args.seed, number, base, args.formats.split(","))
+            rnd = Round(spark, args.seed, number, base, formats)
             try:
                 rnd.build()
             except Exception as e:

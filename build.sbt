@@ -194,22 +194,26 @@ lazy val root = (project in file("."))
     // Tests run against real Spark in a forked JVM with the flags Spark and the Vector API need.
     Test / fork := true,
     // The suites run in SPARKBLOOM_TEST_JVMS forked JVMs at once (default 2; sbt runs the groups below in parallel
-    // when parallelExecution is on), each suite in one of them, spread longest first by the seconds each took alone
-    // on the 2-core CI machine (2026-11-27; a suite not listed counts 3 s). Inside a JVM the suites run one after
-    // another (testForkedParallel off), each in its own session. Measured there: 880 s for every suite in one JVM,
-    // 702 s in two (each suite ~1.5x slower, two at a time).
+    // when parallelExecution is on), each suite in one of them, spread longest first by the seconds its tests took in
+    // a clean-clone CI run on the 2-core machine (the default line, two JVMs at once, 2026-11-29; a suite not listed
+    // counts 3 s). Spread by the weights of 2026-11-27, that run's suites give the two JVMs 1,075 s against 961 s;
+    // by these, 1,018 s against 1,019 s (computed from its log). Inside a JVM the suites run one after another
+    // (testForkedParallel off),
+    // each in its own session. Measured (2026-11-27): 880 s for every suite in one JVM, 702 s in two (each suite
+    // ~1.5x slower, two at a time).
     Test / parallelExecution := true,
     Test / testForkedParallel := false,
     Test / testGrouping := {
       val opts = (Test / forkOptions).value
       val tests = (Test / definedTests).value
       val jvms = math.max(1, sys.env.get("SPARKBLOOM_TEST_JVMS").map(_.toInt).getOrElse(2))
-      val seconds = Map("DeltaDmlFuzzSuite" -> 80, "IcebergDmlFuzzSuite" -> 56, "DeltaSuite" -> 68,
-        "DeltaWritesAndJoinsSuite" -> 65, "DifferentialFuzzSuite" -> 54, "KeySetFuzzSuite" -> 47, "IcebergSuite" -> 34,
-        "IcebergWritesAndJoinsSuite" -> 70, "CorruptionSuite" -> 31, "ConcurrencySuite" -> 31, "StaleDataSuite" -> 27,
-        "IndexMaintenanceSuite" -> 30, "KeySetPruningSuite" -> 17, "MaintainOnWriteSuite" -> 16,
-        "NativeFiltersSuite" -> 12, "FppBudgetSuite" -> 12, "SlicedIndexSuite" -> 8, "V2ScanSuite" -> 7,
-        "SkippingSuite" -> 7, "TailReadSuite" -> 8)
+      val seconds = Map("DeltaWritesAndJoinsSuite" -> 389, "IcebergWritesAndJoinsSuite" -> 337,
+        "DeltaDmlFuzzSuite" -> 258, "DeltaSuite" -> 180, "IndexMaintenanceSuite" -> 113, "IcebergDmlFuzzSuite" -> 90,
+        "CorruptionSuite" -> 82, "KeySetFuzzSuite" -> 81, "DifferentialFuzzSuite" -> 79, "ConcurrencySuite" -> 74,
+        "StaleDataSuite" -> 67, "IcebergSuite" -> 55, "MaintainOnWriteSuite" -> 44, "KeySetPruningSuite" -> 31,
+        "NativeFiltersSuite" -> 26, "V2ScanSuite" -> 21, "FppBudgetSuite" -> 19, "ScanMetricsSuite" -> 12,
+        "SkippingSuite" -> 11, "SlicedIndexSuite" -> 11, "SbbfAggFunctionSuite" -> 9, "BuildFastPathSuite" -> 8,
+        "TailReadSuite" -> 8, "CatalogTableSuite" -> 6)
       def weight(name: String): Int = seconds.getOrElse(name.split('.').last, 3)
       val groups = Array.fill(jvms)(Vector.empty[TestDefinition])
       for (t <- tests.sortBy(t => (-weight(t.name), t.name))) {
@@ -220,10 +224,16 @@ lazy val root = (project in file("."))
         Tests.Group(s"jvm-${i + 1}", ts, Tests.SubProcess(opts))
       }
     },
-    Test / javaOptions ++= jvmFlags ++ Seq("-Xmx6g", "-Dspark.ui.enabled=false",
+    // The parallel collector: the suites are throughput work on a CPU-bound 2-core machine, and G1's concurrent
+    // work costs CPU the other JVM needs. Measured alone on one JVM (2026-11-29, `time` around sbt): Delta's
+    // writes-and-joins suite 373 s of user CPU and 218 s against G1's 429 s and 231 s; the index maintenance and
+    // corruption suites 262 s against 279 s and 304 s (two G1 runs). The product sets no collector: this is the tests'.
+    Test / javaOptions ++= jvmFlags ++ Seq("-Xmx6g", "-XX:+UseParallelGC", "-Dspark.ui.enabled=false",
       s"-Dsparkbloom.shared=${(baseDirectory.value / ".." / "shared").getCanonicalPath}") ++
       // The JVM ignores TMPDIR: the scratch directory dev/test chose (dev/common.sh use_ram_scratch) is passed on.
-      sys.env.get("TMPDIR").filter(_.nonEmpty).map(dir => s"-Djava.io.tmpdir=$dir"),
+      sys.env.get("TMPDIR").filter(_.nonEmpty).map(dir => s"-Djava.io.tmpdir=$dir") ++
+      // Extra flags for the forked test JVMs (profiling, JIT and GC experiments), space-separated.
+      sys.env.get("SPARKBLOOM_TEST_JAVA_OPTS").toSeq.flatMap(_.split(' ').filter(_.nonEmpty)),
     Test / testOptions += Tests.Argument(TestFrameworks.ScalaTest, "-oD"),
     Test / envVars += "SPARK_TESTING" -> "1",
     run / fork := true,

@@ -9,7 +9,8 @@ its median and a bootstrap 95% interval, next to the control's off2/off. V1 (spa
 reported apart (it also carries the session's warm-up for whichever mode ran first).
 
 Usage (from the repository root, with the sparkbloom wheel installed, e.g. by dev/test):
-  .venv/bin/python benchmarks/nan_guard.py [--files 40] [--rows 4000000] [--runs 15] [--json out.json]
+  .venv/bin/python benchmarks/nan_guard.py [--files 40] [--rows 4000000] [--runs 15] [--scans v1,v2]
+      [--queries "d > x,f >= x OR d > x"] [--json out.json]
 """
 from __future__ import annotations
 
@@ -42,6 +43,8 @@ def main() -> int:
     ap.add_argument("--files", type=int, default=40)
     ap.add_argument("--rows", type=int, default=4_000_000)
     ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--scans", default="v1,v2", help="comma-separated: v1, v2")
+    ap.add_argument("--queries", default="d > x,f >= x OR d > x", help="comma-separated query names")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
 
@@ -57,9 +60,9 @@ def main() -> int:
     queries = {"d > x": "d > 50000.0D", "f >= x OR d > x": "f >= CAST('7900' AS FLOAT) OR d > 50000.0D"}
     results: dict[str, dict[str, object]] = {}
     try:
-        for scan in ("v1", "v2"):
+        for scan in args.scans.split(","):
             spark.conf.set("spark.sql.sources.useV1SourceList", "parquet" if scan == "v1" else "")
-            for qname, cond in queries.items():
+            for qname, cond in ((q, queries[q]) for q in args.queries.split(",")):
                 # "off2" is a second guard-off run in every round: an A/A control whose ratio to "off" shows what
                 # the machine's noise alone gives.
                 times: dict[str, list[float]] = {"on": [], "off": [], "off2": []}

@@ -122,7 +122,8 @@ ensure_package() {
     sbt "${PACKAGE_TASKS[@]}"
   fi
   rm -rf "$ROOT/python/src/sparkbloom/jars"; mkdir -p "$ROOT/python/src/sparkbloom/jars/spark-$DEFAULT_LINE"
-  cp "$ROOT"/target/bundle/*.jar "$ROOT/python/src/sparkbloom/jars/spark-$DEFAULT_LINE/"
+  # target/bundles/spark-<line>, not target/bundle: that holds whichever line `bundle` ran last (dev/matrix's last)
+  cp "$ROOT/target/bundles/spark-$DEFAULT_LINE"/*.jar "$ROOT/python/src/sparkbloom/jars/spark-$DEFAULT_LINE/"
   build_wheel
   "$PY" -m pip install -q --no-deps --force-reinstall "$ROOT"/python/dist/sparkbloom-*.whl
 }

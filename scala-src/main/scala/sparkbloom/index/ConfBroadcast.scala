@@ -32,7 +32,7 @@ object ConfBroadcast {
     val prev = last
     if (prev != null && (prev.sc eq sc) && !sc.isStopped && prev.entries == entries) prev.broadcast
     else {
-      val b = sc.broadcast(new SerializableConf(new Configuration(conf)))
+      val b = sc.broadcast(new SerializableConf(new LeanConf(conf)))
       last = new Entry(sc, entries, b)
       b
     }

@@ -10,7 +10,7 @@ import org.apache.spark.sql.types.StructType
 import org.apache.spark.sql.execution.metric.{SQLMetric, SQLMetrics}
 
 import sparkbloom.BloomConf
-import sparkbloom.index.{ConfBroadcast, RowGroupSelection}
+import sparkbloom.index.{ConfBroadcast, LeanConf, RowGroupSelection}
 import sparkbloom.predicate.{BloomPredicate, Conditions}
 
 /**
@@ -43,14 +43,16 @@ class BloomParquetFileFormat(val selection: RowGroupSelection, val native: Optio
       hadoopConf: Configuration): PartitionedFile => Iterator[InternalRow] = {
     hadoopConf.setBoolean(BloomParquetFileFormat.NativeBloomFiltering, false) // a per-scan copy of the conf
     val guarded = NanGuard.needed(sparkSession, filters, hadoopConf)
-    val nanSafeConf = if (guarded) Some(new Configuration(hadoopConf)) else None
+    // Spark's reader broadcasts the conf it is given: a LeanConf copy serialises without each entry's sources.
+    val fullConf = new LeanConf(hadoopConf)
+    val nanSafeConf = if (guarded) Some(new LeanConf(hadoopConf)) else None
     val nat = native.filter(n => NativeFilters.prunable(n.all) || NativeFilters.prunable(n.covered))
     // The conf the read-time checks read files with, taken before Spark's reader adds its per-query entries (the
     // requested schema, ...), so that queries over the same relation share one broadcast (ConfBroadcast).
     val conf =
       if (nat.isEmpty && !guarded) None else Some(ConfBroadcast.of(sparkSession.sparkContext, hadoopConf))
     val fullRead = super.buildReaderWithPartitionValues(sparkSession, dataSchema, partitionSchema, requiredSchema,
-      filters, options, hadoopConf)
+      filters, options, fullConf)
     // Files whose writer may leave NaN out of min/max are read with only the filters that cannot be true for NaN.
     val nanSafeRead = nanSafeConf.map(c =>
       super.buildReaderWithPartitionValues(sparkSession, dataSchema, partitionSchema, requiredSchema,

@@ -198,9 +198,8 @@ lazy val root = (project in file("."))
     // a clean-clone CI run on the 2-core machine (the default line, two JVMs at once, 2026-11-29; a suite not listed
     // counts 3 s). Spread by the weights of 2026-11-27, that run's suites give the two JVMs 1,075 s against 961 s;
     // by these, 1,018 s against 1,019 s (computed from its log). Inside a JVM the suites run one after another
-    // (testForkedParallel off),
-    // each in its own session. Measured (2026-11-27): 880 s for every suite in one JVM, 702 s in two (each suite
-    // ~1.5x slower, two at a time).
+    // (testForkedParallel off), each in its own session. Measured (2026-11-27): 880 s for every suite in one JVM,
+    // 702 s in two (each suite ~1.5x slower, two at a time).
     Test / parallelExecution := true,
     Test / testForkedParallel := false,
     Test / testGrouping := {

@@ -29,6 +29,7 @@ from pyspark.sql import SparkSession
 import sparkbloom
 
 GUARD = "spark.sparkbloom.nanGuard.enabled"
+QUERIES = {"d > x": "d > 50000.0D", "f >= x OR d > x": "f >= CAST('7900' AS FLOAT) OR d > 50000.0D"}
 
 
 def bootstrap_ci(xs: list[float], n: int = 4000, seed: int = 1) -> tuple[float, float]:
@@ -47,6 +48,10 @@ def main() -> int:
     ap.add_argument("--queries", default="d > x,f >= x OR d > x", help="comma-separated query names")
     ap.add_argument("--json", help="write the results here")
     args = ap.parse_args()
+    if any(s not in ("v1", "v2") for s in args.scans.split(",")):
+        ap.error("--scans: a comma-separated list of v1, v2")
+    if any(q not in QUERIES for q in args.queries.split(",")):
+        ap.error(f"--queries: a comma-separated list of {', '.join(QUERIES)}")
 
     tmp = tempfile.mkdtemp(prefix="sparkbloom-nanguard-")
     conf = {"spark.log.level": "WARN", "spark.ui.showConsoleProgress": "false"}
@@ -57,12 +62,11 @@ def main() -> int:
     (spark.range(0, args.rows, 1, args.files)
      .selectExpr("id", "CAST(id % 100003 AS DOUBLE) * 0.5 AS d", "CAST(id % 7919 AS FLOAT) AS f", "uuid() AS s")
      .sortWithinPartitions("d").write.option("parquet.block.size", str(1 << 20)).parquet(path))
-    queries = {"d > x": "d > 50000.0D", "f >= x OR d > x": "f >= CAST('7900' AS FLOAT) OR d > 50000.0D"}
     results: dict[str, dict[str, object]] = {}
     try:
         for scan in args.scans.split(","):
             spark.conf.set("spark.sql.sources.useV1SourceList", "parquet" if scan == "v1" else "")
-            for qname, cond in ((q, queries[q]) for q in args.queries.split(",")):
+            for qname, cond in ((q, QUERIES[q]) for q in args.queries.split(",")):
                 # "off2" is a second guard-off run in every round: an A/A control whose ratio to "off" shows what
                 # the machine's noise alone gives.
                 times: dict[str, list[float]] = {"on": [], "off": [], "off2": []}

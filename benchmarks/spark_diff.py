@@ -79,6 +79,8 @@ ARROW: dict[str, Any] = {
     "decimal(30,5)": pa.decimal128(30, 5), "date": pa.date32(), "timestamp": pa.timestamp("us", tz="UTC"),
     "timestamp_ntz": pa.timestamp("us"), "string": pa.string(), "binary": pa.binary(), "boolean": pa.bool_()}
 FORMATS = ["spark", "pyarrow", "duckdb", "datafusion", "delta", "iceberg"]
+# The forms that need a jar in target/lakehouse/spark-<line> (tests/python/test_spark_diff.py reads this too)
+LAKEHOUSE_JARS = {"delta": "delta-spark", "iceberg": "iceberg-spark-runtime"}
 ON = {"spark.sparkbloom.enabled": "true"}
 V1_SOURCES = "avro,csv,json,kafka,orc,parquet,text"
 V2_SOURCES = "avro,csv,json,kafka,orc,text"
@@ -760,11 +762,10 @@ def session(warehouse: str, formats: list[str]) -> SparkSession:
     forms alone)."""
     line = sparkbloom.session.line_for(*sparkbloom.session.spark_version())
     jars = sorted(glob.glob(os.path.join(ROOT, "target", "lakehouse", f"spark-{line}", "*.jar")))
-    need = {"delta": "delta-spark", "iceberg": "iceberg-spark-runtime"}
-    missing = [j for f, j in need.items() if f in formats and not any(j in x for x in jars)]
+    missing = [j for f, j in LAKEHOUSE_JARS.items() if f in formats and not any(j in x for x in jars)]
     if missing:
         sys.exit(f"need {' and '.join(missing)} jars for line {line} in target/lakehouse (dev/sbt lakehouseJars), "
-                 f"or --formats without {', '.join(f for f, j in need.items() if j in missing)}: {jars}")
+                 f"or --formats without {', '.join(f for f, j in LAKEHOUSE_JARS.items() if j in missing)}: {jars}")
     conf = {
         "spark.ui.showConsoleProgress": "false", "spark.log.level": "ERROR", "spark.driver.memory": "2g",
         "spark.sql.session.timeZone": "UTC",
@@ -773,7 +774,7 @@ def session(warehouse: str, formats: list[str]) -> SparkSession:
         # Run-time pruning on tables this small: on (the defaults decline tables under 1 MB).
         "spark.sparkbloom.runtimePruning.minTableSize": "0", "spark.sparkbloom.runtimePruning.maxKeptFraction": "1.0",
         "spark.sql.adaptive.enabled": "true"}
-    lake_jars = [j for f, name in need.items() if f in formats for j in jars if name in j]
+    lake_jars = [j for f, name in LAKEHOUSE_JARS.items() if f in formats for j in jars if name in j]
     extensions = []
     if "delta" in formats:
         extensions.append("io.delta.sql.DeltaSparkSessionExtension")

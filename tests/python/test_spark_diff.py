@@ -35,9 +35,13 @@ QUERIES = int(os.environ.get("SPARKBLOOM_DIFF_QUERIES", str(10 * len(FORMATS))))
 def _lakehouse_jars() -> bool:
     """Whether the running line has the Delta and Iceberg jars the chosen forms need (the Parquet forms need none;
     a line without a Delta or Iceberg release, 4.3, runs them alone)."""
-    lake = {"delta": "delta-spark", "iceberg": "iceberg-spark-runtime"}
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from spark_diff import LAKEHOUSE_JARS
+    finally:
+        sys.path.pop(0)
     d = ROOT / "target" / "lakehouse" / f"spark-{running_line()}"
-    return all(any(d.glob(f"{jar}*.jar")) for f, jar in lake.items() if f in FORMATS)
+    return all(any(d.glob(f"{jar}*.jar")) for f, jar in LAKEHOUSE_JARS.items() if f in FORMATS)
 
 
 @pytest.mark.skipif(not _lakehouse_jars(),

@@ -22,23 +22,21 @@ import org.apache.hadoop.io.{Text, WritableUtils}
  * given), so their broadcasts cost less than Spark's own.
  */
 final class LeanConf(other: Configuration) extends Configuration(other) {
-  override def write(out: DataOutput): Unit = {
-    val props = getProps
-    // a snapshot under the Properties' lock, as Configuration.write iterates them under the conf's
-    val entries = props.synchronized(props.asScala.toVector)
-    WritableUtils.writeVInt(out, entries.size)
-    for ((k, v) <- entries) {
-      Text.writeString(out, k)
-      Text.writeString(out, v)
-      out.writeInt(-1) // WritableUtils.writeCompressedStringArray of no sources
-    }
-  }
+  override def write(out: DataOutput): Unit = LeanConf.write(this, out)
 }
 
 object LeanConf {
-  /** `conf`'s entries as `Configuration.readFields` reads them, without their sources. */
-  def write(conf: Configuration, out: DataOutput): Unit = conf match {
-    case l: LeanConf => l.write(out)
-    case c => new LeanConf(c).write(out)
+  /**
+   * `conf`'s entries as `Configuration.readFields` reads them, without their sources: any conf (its `iterator` is a
+   * snapshot of its string entries, taken under the entries' lock), so shipping one needs no LeanConf copy.
+   */
+  def write(conf: Configuration, out: DataOutput): Unit = {
+    val entries = conf.iterator().asScala.toVector
+    WritableUtils.writeVInt(out, entries.size)
+    for (e <- entries) {
+      Text.writeString(out, e.getKey)
+      Text.writeString(out, e.getValue)
+      out.writeInt(-1) // WritableUtils.writeCompressedStringArray of no sources
+    }
   }
 }

@@ -26,7 +26,7 @@ from pyspark.sql import SparkSession
 
 HERE = Path(__file__).resolve().parent
 WRITERS = int(os.environ.get("SPARKBLOOM_RACING_WRITERS", "4"))
-COMMITS = int(os.environ.get("SPARKBLOOM_RACING_COMMITS", "20"))  # 200 in the runs of docs/object-store.md
+COMMITS = int(os.environ.get("SPARKBLOOM_RACING_COMMITS", "12"))  # 200 in the runs of docs/object-store.md
 
 
 def run_writers(s3_proxy: Any, s3: dict[str, str], table: str, writers: int, writes: int,

@@ -39,7 +39,7 @@ class DeltaDmlFuzzSuite extends AnyFunSuite with DeltaSpark with DmlFuzz {
     m.contains("Rows") && m.contains("Copied") || m == "numOutputRows" || m == "numRemovedFiles" ||
     m == "numTargetFilesRemoved" || m.contains("DeletionVectors")
   }
-  override protected def defaultCases: Int = 3
+  override protected def defaultCases: Int = 2
   // OSS Delta has no subqueries in DELETE and UPDATE conditions: its users write the MERGE forms instead
   override protected def subqueryConditions: Boolean = false
 

@@ -49,7 +49,7 @@ class IcebergDmlFuzzSuite extends AnyFunSuite with IcebergSpark with DmlFuzz {
         "removed-position-deletes", "total-position-deletes", "added-position-delete-files",
         "removed-position-delete-files", "added-equality-deletes", "removed-equality-deletes")(m)
     }
-  override protected def defaultCases: Int = 6
+  override protected def defaultCases: Int = 4
   override protected def subqueryConditions: Boolean = true
   /**
    * Two forms Iceberg gets wrong by itself, with or without sparkbloom:

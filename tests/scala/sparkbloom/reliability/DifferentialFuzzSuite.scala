@@ -16,8 +16,9 @@ import sparkbloom.testing.SparkSessionSuite
  * sparkbloom off and Parquet filter pushdown off (the truth); the rows must be identical.
  *
  * Size: `SPARKBLOOM_SPARK_FUZZ_QUERIES` (or `-Dsparkbloom.fuzz.queries`), default 60 (+ 12 for the second
- * test) in CI: a compared query costs ~0.3-0.8 s on this 2-core machine. 100 until CI landed at 81 minutes; 200
- * until CI, which runs every suite on three Spark lines, passed 60 minutes (73 min). `-Dsparkbloom.fuzz.seed` (default fixed).
+ * test) in CI: a compared query costs ~0.3-0.8 s on this 2-core machine. 100 until CI landed at 81 minutes;
+ * 200 until CI, which runs every suite on three Spark lines, passed 60 minutes (73 min).
+ * `-Dsparkbloom.fuzz.seed` (default fixed).
  * Long run (docs/fuzzing.md; ~1 hour per 10,000 queries on 2 cores):
  * {{{
  *   SPARKBLOOM_SPARK_FUZZ_QUERIES=10000 dev/sbt "testOnly sparkbloom.reliability.DifferentialFuzzSuite"

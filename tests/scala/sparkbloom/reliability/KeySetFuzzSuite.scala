@@ -16,7 +16,8 @@ import sparkbloom.testing.SparkSessionSuite
  * sparkbloom on and off; the rows must be identical. The suite also checks that pruning happened in a good
  * share of the cases (a fuzz that never prunes would prove nothing).
  *
- * Size: `SPARKBLOOM_KEYSET_FUZZ_CASES` (default 50 in CI, ~0.4-1 s each; 75 until CI landed at 81 minutes, 150 until it passed 60 minutes).
+ * Size: `SPARKBLOOM_KEYSET_FUZZ_CASES` (default 50 in CI, ~0.4-1 s each; 75 until CI landed at 81 minutes, 150
+ * until it passed 60 minutes).
  * Long run (docs/runtime-pruning.md):
  * {{{
  *   SPARKBLOOM_KEYSET_FUZZ_CASES=3000 dev/sbt "testOnly sparkbloom.reliability.KeySetFuzzSuite"

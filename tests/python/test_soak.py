@@ -7,12 +7,13 @@ figures are in docs/soak.md). About 2.5 minutes, in a process of its own (it nee
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 
 from test_examples import clean_env, lakehouse_jars
 
-from conftest import ROOT, run_python
+from conftest import ROOT
 
 # The driver's bounded thread pools (thread name, digits left out: soak.py's thread_groups) and their bounds.
 BOUNDED_POOLS = {"block-manager-storage-async-thread-pool-#": 100, "block-manager-ask-thread-pool-#": 100,
@@ -26,9 +27,16 @@ def test_a_short_soak_answers_as_sparkbloom_off_and_leaks_no_threads_or_files(tm
     jars = ",".join(str(j) for j in lakehouse_jars())
     out = tmp_path / "soak.json"
     # everything at once for 100 s; each of the four maintenance statements every 20 s on a thread of its own
-    run_python(sys.executable, [str(ROOT / "benchmarks" / "soak.py"), "--jars", jars, "--minutes", str(100 / 60),
-                                "--maintenance-seconds", "20", "--merge-seconds", "5", "--json", str(out)],
-               cwd=tmp_path, env=clean_env(), timeout=900)
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "soak.py"), "--jars", jars, "--minutes",
+                           str(100 / 60), "--maintenance-seconds", "20", "--merge-seconds", "5", "--json", str(out)],
+                          cwd=tmp_path, env=clean_env(), capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        # the failures soak.py recorded (each starts with where, the exception's class and message), which the tail
+        # of its output (Java stack frames) leaves out
+        failures = json.loads(out.read_text())["failures"] if out.is_file() else []
+        shown = "\n---\n".join(f[:2500] for f in failures[:3])
+        raise AssertionError(f"soak.py exited with {proc.returncode}; {len(failures)} failures:\n{shown}\n"
+                             f"--- the end of its output ---\n{(proc.stdout + proc.stderr)[-2500:]}")
     r = json.loads(out.read_text())
     c = r["counts"]
     assert r["wrong"] == 0 and not r["failures"] and r["stream_active_at_end"], r

@@ -31,7 +31,9 @@ Batching: a batch of up to --batch queries is ONE Spark job: each query becomes
 pruning at planning and at read time. The batch runs with ``spark.sparkbloom.enabled`` true, then false; a
 batch whose results differ (or that fails on one side only) is re-run query by query, and each differing
 query is printed with the seed, round, query number and SQL. Files and row groups skipped are summed from
-``sparkbloom.skipping`` of each batch.
+``sparkbloom.skipping`` of each batch. Every fourth batch runs row by row on both sides (whole-stage code
+generation off, as Spark runs a stage wider than ``spark.sql.codegen.maxFields``): filters are then interpreted
+on the executors.
 
 Usage (from the repository root, after ``source dev/common.sh; ensure_package``):
   nice -n 10 .venv/bin/python benchmarks/spark_diff.py --queries 100000 --seed 47 \\
@@ -582,6 +584,7 @@ class Totals:
     key_set: int = 0
     v1: int = 0
     v2: int = 0
+    row_by_row: int = 0
     both_failed: int = 0
     wrong: int = 0
     spark_alone_wrong: int = 0
@@ -658,12 +661,15 @@ def same_error(a: str, b: str) -> bool:
 
 
 def run_batch(spark: SparkSession, rnd: Round, queries: list[tuple[int, str, str]], mode: str, tot: Totals,
-              log: Callable[[str], None]) -> None:
+              log: Callable[[str], None], confs: dict[str, str] | None = None) -> None:
+    """One batch, sparkbloom on then off, both with ``confs`` (a batch evaluated row by row sets code generation
+    off); a differing batch is rerun query by query, with the referee for each differing query."""
+    confs = confs or {}
     sql = batch_sql([(i, q) for i, _, q in queries])
     t0 = time.perf_counter()
-    on, df = answer(spark, sql, True)
+    on, df = answer(spark, sql, True, confs)
     t1 = time.perf_counter()
-    off, _ = answer(spark, sql, False)
+    off, _ = answer(spark, sql, False, confs)
     tot.on_s += t1 - t0
     tot.off_s += time.perf_counter() - t1
     tot.batches += 1
@@ -674,8 +680,8 @@ def run_batch(spark: SparkSession, rnd: Round, queries: list[tuple[int, str, str
     tot.batches_rerun += 1
     for i, kind, q in queries:  # name the differing queries
         single = batch_sql([(i, q)])
-        one_on, _ = answer(spark, single, True)
-        one_off, _ = answer(spark, single, False)
+        one_on, _ = answer(spark, single, True, confs)
+        one_off, _ = answer(spark, single, False, confs)
         if isinstance(one_on, str) and isinstance(one_off, str) and same_error(one_on, one_off):
             tot.both_failed += 1
             continue
@@ -683,13 +689,13 @@ def run_batch(spark: SparkSession, rnd: Round, queries: list[tuple[int, str, str
             # The referee: the same query with sparkbloom off and no Parquet filter pushdown at all. Where sparkbloom
             # on agrees with it and Spark alone does not, Spark's own row-group filters lost rows that sparkbloom's
             # guards keep (floating zeros in a foreign bloom filter, NaN statistics): recorded, not a sparkbloom error.
-            ref, _ = answer(spark, single, False, {"spark.sql.parquet.filterPushdown": "false"})
-            f = {"seed": rnd.seed, "round": rnd.number, "query": i, "kind": kind, "mode": mode, "sql": q,
+            ref, _ = answer(spark, single, False, {**confs, "spark.sql.parquet.filterPushdown": "false"})
+            f = {"seed": rnd.seed, "round": rnd.number, "query": i, "kind": kind, "mode": mode, "confs": confs, "sql": q,
                  "on": str(one_on), "off": str(one_off), "unfiltered": str(ref), "table": rnd.describe()}
             # and, to name the level that lost them, Spark alone with one of parquet-java's row-group filters off
             for level in ("dictionary", "bloom", "statistics"):
                 f[f"off_without_{level}_filter"] = str(answer(spark, single, False,
-                                                              {f"parquet.filter.{level}.enabled": "false"})[0])
+                                                              {**confs, f"parquet.filter.{level}.enabled": "false"})[0])
             if one_on == ref and not isinstance(ref, str):
                 tot.spark_alone_wrong += 1
                 tot.spark_alone.append(f)
@@ -836,7 +842,13 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
                 v2 = not lake and (number + b // args.batch) % 2 == 1  # V1 and V2 in turn
                 mode = rnd.t.fmt if lake else ("parquet-v2" if v2 else "parquet-v1")
                 rnd.views(v2)
-                run_batch(spark, rnd, chunk, mode, tot, log)
+                # Every fourth batch runs row by row (no whole-stage code generation, on both sides), as Spark does
+                # for a stage wider than spark.sql.codegen.maxFields or whose code does not compile: filters then
+                # run on the executors as interpreted expressions (a run-time filter's keys must reach them).
+                row_by_row = tot.batches % 4 == 1
+                run_batch(spark, rnd, chunk, mode, tot, log,
+                          {"spark.sql.codegen.wholeStage": "false"} if row_by_row else None)
+                tot.row_by_row += len(chunk) if row_by_row else 0
                 tot.queries += len(chunk)
                 for _, kind, _ in chunk:
                     setattr(tot, kind, getattr(tot, kind) + 1)

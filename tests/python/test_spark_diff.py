@@ -66,6 +66,7 @@ def test_a_seeded_sample_of_random_tables_and_queries_answers_alike_with_sparkbl
     assert set(r["by_format"]) == set(FORMATS)
     parquet, lake = set(FORMATS) - {"delta", "iceberg"}, set(FORMATS) & {"delta", "iceberg"}
     assert len(parquet) < 2 or (r["v1"] > 0 and r["v2"] > 0), r
+    assert r["row_by_row"] > 0, r  # a batch with whole-stage code generation off (filters interpreted)
     assert not lake or r["dml"] > 0, r
     # The comparison covered pruned scans: indexes skipped files and row groups. (The files' own filters are not
     # asserted: sparkbloom.skipping of these batches reported none checked; see docs/fuzzing.md.)

@@ -1,13 +1,13 @@
 package sparkbloom.optimizer
 
 import org.apache.spark.sql.DataFrame
-import org.apache.spark.sql.execution.FileSourceScanExec
+import org.apache.spark.sql.execution.{FileSourceScanExec, FilterExec}
 import org.apache.spark.sql.execution.datasources.{HadoopFsRelation, LogicalRelation}
 import org.apache.spark.sql.functions._
 
 import sparkbloom.api.BloomIndexes
 import sparkbloom.index.{ColumnSpec, KeySource, TableRef}
-import sparkbloom.scan.KeySetFileIndex
+import sparkbloom.scan.{KeySetFileIndex, KeySetFilter}
 import sparkbloom.testing.SparkSessionSuite
 
 /**
@@ -168,6 +168,39 @@ class KeySetPruningSuite extends SparkSessionSuite {
         assert(in.metrics.get("filesSkipped").contains((Files - 3).toLong), in.metrics)
         val outer = compare(fact.join(isDim, col("id") === col("did"), "left_outer"))
         assert(outer.on == outer.off && outer.on.size == 4000 + 1)
+      }
+    }
+  }
+
+  /** Rows out of the filters that hold a run-time filter key-set pruning planted, over every such filter. */
+  private def keySetFilterRows(o: Outcome): Seq[Long] = collect(o.plan) {
+    case f: FilterExec if f.condition.exists(_.isInstanceOf[KeySetFilter]) =>
+      f.metrics.get("numOutputRows").map(_.value).getOrElse(-1L)
+  }
+
+  // Row by row (no generated code) Spark runs a filter on the executors. A planted run-time filter's subquery did not
+  // broadcast its keys there (Spark's own run-time filters are partition filters, evaluated on the driver), so every
+  // task failed "... IN dynamicpruning#N has not finished" and sparkbloom failed the user's join. Spark evaluates
+  // row by row with code generation off, for a stage wider than spark.sql.codegen.maxFields (100 columns by
+  // default), and when a stage's code does not compile.
+  for ((how, conf) <- Seq("code generation off" -> ("spark.sql.codegen.wholeStage" -> "false"),
+      "a stage wider than codegen.maxFields" -> ("spark.sql.codegen.maxFields" -> "0"));
+    (source, v1List) <- Seq("V1" -> "parquet", "V2" -> "")) {
+    test(s"row by row ($how), the run-time filter reads its keys and drops rows ($source scan)") {
+      for (aqe <- Seq("true", "false")) withSQLConf(conf, "spark.sql.adaptive.enabled" -> aqe,
+        "spark.sql.sources.useV1SourceList" -> v1List) {
+        val join = compare(fact.join(isDim, col("id") === col("did")))
+        assert(join.on == join.off && join.on.size == 4, s"AQE $aqe")
+        assert(join.metrics.get("filesSkipped").contains((Files - 3).toLong), join.metrics)
+        // The filter itself dropped the rows of the kept files that hold no key (300 read, 3 of them keys): it had
+        // the keys, and did not merely keep every row.
+        assert(keySetFilterRows(join) == Seq(3L), s"AQE $aqe: ${join.plan}")
+        fact.createOrReplaceTempView("fact_rows"); isDim.createOrReplaceTempView("isdim_rows")
+        val in = compare(sql("SELECT * FROM fact_rows WHERE k IN (SELECT dk FROM isdim_rows)"))
+        assert(in.on == in.off && in.on.size == 3, s"AQE $aqe")
+        assert(in.metrics.get("filesSkipped").contains((Files - 3).toLong), in.metrics)
+        val nullSafe = compare(fact.join(isDim, col("n") <=> col("dn")))
+        assert(nullSafe.on == nullSafe.off, s"AQE $aqe")
       }
     }
   }

@@ -17,7 +17,21 @@ case class KeySetFilter(child: Expression) extends UnaryExpression {
   override def dataType: DataType = BooleanType
   override def nullable: Boolean = child.nullable
   override lazy val deterministic: Boolean = true
-  override def eval(input: InternalRow): Any = child.eval(input)
+  /**
+   * Row by row (no generated code), the run-time filter reads its keys from the broadcast its subquery makes
+   * ([[RuntimeKeys]] asks for one). Should it have none in some plan, Spark's `InSubqueryExec` fails every row
+   * ("... has not finished"): the row is kept instead (the join it comes from drops it), so sparkbloom never fails
+   * the query. A transient flag: one failed probe per task, not one per row.
+   */
+  @transient private var keysMissing = false
+  override def eval(input: InternalRow): Any =
+    if (keysMissing) true
+    else try child.eval(input)
+    catch {
+      case e: IllegalArgumentException if String.valueOf(e.getMessage).endsWith("has not finished") =>
+        keysMissing = true
+        true
+    }
   override protected def doGenCode(ctx: CodegenContext, ev: ExprCode): ExprCode = {
     val c = child.genCode(ctx)
     ev.copy(code = c.code, isNull = c.isNull, value = c.value)

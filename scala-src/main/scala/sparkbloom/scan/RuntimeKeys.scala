@@ -14,6 +14,7 @@ import org.apache.spark.sql.execution.datasources.v2.BatchScanExec
 
 import sparkbloom.BloomConf
 import sparkbloom.index.{KeySource, RuntimeKeyed, TableFormat}
+import sparkbloom.shims.DynamicPruning
 
 /**
  * The physical half of key-set pruning. Spark plans the run-time filter the optimizer planted
@@ -78,7 +79,8 @@ object RuntimeKeys extends PredicateHelper {
    * merge-on-read MERGE, UPDATE or DELETE under literal equalities bound to those literals.
    */
   def bind(plan: SparkPlan, session: SparkSession, formats: Seq[TableFormat]): SparkPlan = plan.transformUp {
-    case f: FilterExec if hasRuntimeFilter(f.condition) =>
+    case f0: FilterExec if hasRuntimeFilter(f0.condition) =>
+      val f = broadcastKeySets(f0)
       val subs = runtimeFilters(f.condition).map { case (id, s) =>
         val (attr, nullFor) = keyColumn(s.child).get
         id -> (attr, nullFor, OfSubquery(s): KeySource)
@@ -127,6 +129,22 @@ object RuntimeKeys extends PredicateHelper {
       case InSet(a: Attribute, set) if set.nonEmpty && !set.contains(null) => Some(a -> set.toSeq)
       case _ => None
     }.groupBy(_._1.exprId).map { case (id, found) => id -> found.head }
+  }
+
+  /**
+   * `f` with the subquery of every run-time filter key-set pruning planted made to broadcast its keys. Spark plans
+   * a run-time filter's `InSubqueryExec` without a broadcast: its own are partition filters, evaluated on the
+   * driver. Ours is a row filter too. Compiled (whole-stage code generation) it carries the keys in its code, but
+   * evaluated row by row (code generation off, a stage wider than `spark.sql.codegen.maxFields`, or a stage whose
+   * code did not compile) it runs on the executors, where a subquery's keys reach only through a broadcast: without
+   * one every task failed ("... has not finished"). Spark's own `IN (subquery)` row filters broadcast the same way.
+   */
+  private def broadcastKeySets(f: FilterExec): FilterExec = {
+    val cond = f.condition.transformUp {
+      case k @ KeySetFilter(DynamicPruningExpression(s: InSubqueryExec)) =>
+        DynamicPruning.broadcastingKeys(s).map(b => KeySetFilter(DynamicPruningExpression(b))).getOrElse(k)
+    }
+    if (cond fastEquals f.condition) f else f.copy(condition = cond)
   }
 
   private def hasRuntimeFilter(e: Expression): Boolean = e.exists {

@@ -33,7 +33,9 @@ batch whose results differ (or that fails on one side only) is re-run query by q
 query is printed with the seed, round, query number and SQL. Files and row groups skipped are summed from
 ``sparkbloom.skipping`` of each batch. Every fourth batch runs row by row on both sides (whole-stage code
 generation off, as Spark runs a stage wider than ``spark.sql.codegen.maxFields``): filters are then interpreted
-on the executors.
+on the executors. Any batch may also run (both sides) with Spark settings that change how it plans or reads
+(``SETTINGS``: the row reader, no Parquet filter pushdown, files split across tasks, AQE off, no broadcast joins,
+ANSI off, another session time zone).
 
 Usage (from the repository root, after ``source dev/common.sh; ensure_package``):
   nice -n 10 .venv/bin/python benchmarks/spark_diff.py --queries 100000 --seed 47 \\
@@ -585,6 +587,7 @@ class Totals:
     v1: int = 0
     v2: int = 0
     row_by_row: int = 0
+    settings: dict[str, int] = field(default_factory=dict)
     both_failed: int = 0
     wrong: int = 0
     spark_alone_wrong: int = 0
@@ -621,8 +624,9 @@ def batch_sql(queries: list[tuple[int, str]]) -> str:
 def answer(spark: SparkSession, sql: str, on: bool,
            confs: dict[str, str] | None = None) -> tuple[dict[int, tuple[int, Any]] | str, DataFrame | None]:
     """The batch's per-query (count, hash sum), with sparkbloom on or off, and ``confs`` set for this query only
-    (unset again after it: the referee's settings, which the session never sets itself)."""
+    (each put back as it was after it)."""
     spark.conf.set("spark.sparkbloom.enabled", str(on).lower())
+    before = {k: spark.conf.get(k, None) for k in confs or {}}
     for k, v in (confs or {}).items():
         spark.conf.set(k, v)
     try:
@@ -631,8 +635,11 @@ def answer(spark: SparkSession, sql: str, on: bool,
     except Exception as e:  # a failing query: compared by its error class with the other side's
         return error_text(e), None
     finally:
-        for k in confs or {}:
-            spark.conf.unset(k)
+        for k, old in before.items():
+            if old is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, old)
 
 
 def record_skipping(tot: Totals, df: DataFrame) -> None:
@@ -706,6 +713,32 @@ def run_batch(spark: SparkSession, rnd: Round, queries: list[tuple[int, str, str
             log(f"WRONG ANSWER: {json.dumps(f, ensure_ascii=False)}")
 
 
+# Spark settings a batch may run under (on both sides): each changes how Spark plans or reads, not the answer.
+SETTINGS: list[tuple[str, str]] = [
+    ("spark.sql.parquet.enableVectorizedReader", "false"),  # parquet-java's row reader, not Spark's vectorized one
+    ("spark.sql.parquet.filterPushdown", "false"),  # no Parquet row-group filters of Spark's own
+    ("spark.sql.files.maxPartitionBytes", "8192"),  # files split: row groups spread over several tasks
+    ("spark.sql.adaptive.enabled", "false"),
+    ("spark.sql.autoBroadcastJoinThreshold", "-1"),  # shuffle joins: run-time keys from a subquery of their own
+    ("spark.sql.ansi.enabled", "false"),  # other casts and their failures
+    ("spark.sql.session.timeZone", "America/Los_Angeles"),  # timestamp literals read in another zone
+    ("spark.sql.session.timeZone", "Asia/Kolkata"),
+]
+
+
+def batch_settings(seed: int, batch: int) -> dict[str, str]:
+    """The settings batch number ``batch`` runs under. Every fourth batch runs row by row (whole-stage code
+    generation off, as Spark does for a stage wider than spark.sql.codegen.maxFields or whose code does not
+    compile: filters are then interpreted on the executors, and a run-time filter's keys must reach them); any batch
+    may also get each of SETTINGS with probability 1/5 (one time zone at most)."""
+    st = random.Random(seed * 7919 + batch)
+    out = {"spark.sql.codegen.wholeStage": "false"} if batch % 4 == 1 else {}
+    for k, v in SETTINGS:
+        if st.random() < 0.2 and k not in out:
+            out[k] = v
+    return out
+
+
 def table_digest(spark: SparkSession, ref: str) -> Any:
     spark.conf.set("spark.sparkbloom.enabled", "false")
     return tuple(spark.sql(f"SELECT count(*), sum(CAST(xxhash64(*) AS DECIMAL(38,0))) FROM {ref}").first() or ())
@@ -740,15 +773,27 @@ def dml(spark: SparkSession, rnd: Round, n: int, tot: Totals, log: Callable[[str
         else:  # Iceberg only: Delta has no subqueries in DELETE
             stmt = f"DELETE FROM {{T}} WHERE {c} IN (SELECT k_{c} FROM {k} WHERE kg = {g})"
         res = []
+        confs = batch_settings(rnd.seed ^ 0xD3, j)  # the statement runs under the same settings on both tables
+        before = {k: spark.conf.get(k, None) for k in confs}
         for ref, on in ((t.ref, True), (t.twin, False)):
             spark.conf.set("spark.sparkbloom.enabled", str(on).lower())
+            for k, v in confs.items():
+                spark.conf.set(k, v)
             try:
                 spark.sql(stmt.replace("{T}", ref)).collect()
                 res.append("ok")
             except Exception as e:
                 res.append(error_text(e))
+            finally:
+                for k, old in before.items():
+                    if old is None:
+                        spark.conf.unset(k)
+                    else:
+                        spark.conf.set(k, old)
         spark.conf.set("spark.sparkbloom.enabled", "true")
         tot.dml += 1
+        for k in confs:
+            tot.settings["dml:" + k] = tot.settings.get("dml:" + k, 0) + 1
         if res[0] != "ok" and res[1] != "ok" and same_error(res[0], res[1]):
             tot.dml_both_failed += 1
             continue
@@ -756,7 +801,8 @@ def dml(spark: SparkSession, rnd: Round, n: int, tot: Totals, log: Callable[[str
         spark.conf.set("spark.sparkbloom.enabled", "true")
         if res[0] != res[1] or a != b:
             tot.dml_wrong += 1
-            f = {"seed": rnd.seed, "round": rnd.number, "dml": j, "sql": stmt, "on": [res[0], a], "off": [res[1], b],
+            f = {"seed": rnd.seed, "round": rnd.number, "dml": j, "sql": stmt, "confs": confs, "on": [res[0], a],
+                 "off": [res[1], b],
                  "table": rnd.describe()}
             tot.failures.append(f)
             log(f"WRONG DML RESULT: {json.dumps(f, ensure_ascii=False, default=str)}")
@@ -780,7 +826,8 @@ def session(warehouse: str, formats: list[str]) -> SparkSession:
         # Run-time pruning on tables this small: on (the defaults decline tables under 1 MB).
         "spark.sparkbloom.runtimePruning.minTableSize": "0", "spark.sparkbloom.runtimePruning.maxKeptFraction": "1.0",
         "spark.sql.adaptive.enabled": "true"}
-    lake_jars = [j for f, name in LAKEHOUSE_JARS.items() if f in formats for j in jars if name in j]
+    # every jar of a chosen format: Delta's are delta-spark and delta-storage (its LogStore)
+    lake_jars = [j for j in jars if any(os.path.basename(j).startswith(f + "-") for f in formats)]
     extensions = []
     if "delta" in formats:
         extensions.append("io.delta.sql.DeltaSparkSessionExtension")
@@ -842,13 +889,11 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
                 v2 = not lake and (number + b // args.batch) % 2 == 1  # V1 and V2 in turn
                 mode = rnd.t.fmt if lake else ("parquet-v2" if v2 else "parquet-v1")
                 rnd.views(v2)
-                # Every fourth batch runs row by row (no whole-stage code generation, on both sides), as Spark does
-                # for a stage wider than spark.sql.codegen.maxFields or whose code does not compile: filters then
-                # run on the executors as interpreted expressions (a run-time filter's keys must reach them).
-                row_by_row = tot.batches % 4 == 1
-                run_batch(spark, rnd, chunk, mode, tot, log,
-                          {"spark.sql.codegen.wholeStage": "false"} if row_by_row else None)
-                tot.row_by_row += len(chunk) if row_by_row else 0
+                confs = batch_settings(rnd.seed, tot.batches)
+                run_batch(spark, rnd, chunk, mode, tot, log, confs)
+                tot.row_by_row += len(chunk) if "spark.sql.codegen.wholeStage" in confs else 0
+                for k in confs:
+                    tot.settings[k] = tot.settings.get(k, 0) + len(chunk)
                 tot.queries += len(chunk)
                 for _, kind, _ in chunk:
                     setattr(tot, kind, getattr(tot, kind) + 1)

@@ -35,7 +35,8 @@ query is printed with the seed, round, query number and SQL. Files and row group
 generation off, as Spark runs a stage wider than ``spark.sql.codegen.maxFields``): filters are then interpreted
 on the executors. Any batch may also run (both sides) with Spark settings that change how it plans or reads
 (``SETTINGS``: the row reader, no Parquet filter pushdown, files split across tasks, AQE off, no broadcast joins,
-ANSI off, another session time zone).
+ANSI off, no exchange or subquery reuse, key sides computed on their own, parquet-java's record filter, another
+session time zone).
 
 Usage (from the repository root, after ``source dev/common.sh; ensure_package``):
   nice -n 10 .venv/bin/python benchmarks/spark_diff.py --queries 100000 --seed 47 \\
@@ -717,10 +718,14 @@ def run_batch(spark: SparkSession, rnd: Round, queries: list[tuple[int, str, str
 SETTINGS: list[tuple[str, str]] = [
     ("spark.sql.parquet.enableVectorizedReader", "false"),  # parquet-java's row reader, not Spark's vectorized one
     ("spark.sql.parquet.filterPushdown", "false"),  # no Parquet row-group filters of Spark's own
-    ("spark.sql.files.maxPartitionBytes", "8192"),  # files split: row groups spread over several tasks
+    ("spark.sql.files.maxPartitionBytes", "65536"),  # files split: row groups spread over several tasks
     ("spark.sql.adaptive.enabled", "false"),
     ("spark.sql.autoBroadcastJoinThreshold", "-1"),  # shuffle joins: run-time keys from a subquery of their own
     ("spark.sql.ansi.enabled", "false"),  # other casts and their failures
+    ("spark.sql.exchange.reuse", "false"),  # a run-time filter cannot read the join's own broadcast
+    ("spark.sql.execution.reuseSubquery", "false"),
+    ("spark.sql.optimizer.dynamicPartitionPruning.reuseBroadcastOnly", "false"),  # a key side computed on its own
+    ("spark.sql.parquet.recordLevelFilter.enabled", "true"),  # parquet-java filters rows too (with its row reader)
     ("spark.sql.session.timeZone", "America/Los_Angeles"),  # timestamp literals read in another zone
     ("spark.sql.session.timeZone", "Asia/Kolkata"),
 ]

@@ -48,6 +48,7 @@ Exits 1 on any mismatch.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import decimal
 import glob
@@ -61,7 +62,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -627,14 +628,22 @@ def answer(spark: SparkSession, sql: str, on: bool,
     """The batch's per-query (count, hash sum), with sparkbloom on or off, and ``confs`` set for this query only
     (each put back as it was after it)."""
     spark.conf.set("spark.sparkbloom.enabled", str(on).lower())
-    before = {k: spark.conf.get(k, None) for k in confs or {}}
-    for k, v in (confs or {}).items():
+    with settings(spark, confs or {}):
+        try:
+            df = spark.sql(sql)
+            return {int(r[0]): (int(r[1]), r[2]) for r in df.collect()}, df
+        except Exception as e:  # a failing query: compared by its error class with the other side's
+            return error_text(e), None
+
+
+@contextlib.contextmanager
+def settings(spark: SparkSession, confs: dict[str, str]) -> Iterator[None]:
+    """``confs`` set in the session for the block, each put back as it was after it."""
+    before = {k: spark.conf.get(k, None) for k in confs}
+    for k, v in confs.items():
         spark.conf.set(k, v)
     try:
-        df = spark.sql(sql)
-        return {int(r[0]): (int(r[1]), r[2]) for r in df.collect()}, df
-    except Exception as e:  # a failing query: compared by its error class with the other side's
-        return error_text(e), None
+        yield
     finally:
         for k, old in before.items():
             if old is None:
@@ -779,22 +788,14 @@ def dml(spark: SparkSession, rnd: Round, n: int, tot: Totals, log: Callable[[str
             stmt = f"DELETE FROM {{T}} WHERE {c} IN (SELECT k_{c} FROM {k} WHERE kg = {g})"
         res = []
         confs = batch_settings(rnd.seed ^ 0xD3, j)  # the statement runs under the same settings on both tables
-        before = {k: spark.conf.get(k, None) for k in confs}
         for ref, on in ((t.ref, True), (t.twin, False)):
             spark.conf.set("spark.sparkbloom.enabled", str(on).lower())
-            for k, v in confs.items():
-                spark.conf.set(k, v)
-            try:
-                spark.sql(stmt.replace("{T}", ref)).collect()
-                res.append("ok")
-            except Exception as e:
-                res.append(error_text(e))
-            finally:
-                for k, old in before.items():
-                    if old is None:
-                        spark.conf.unset(k)
-                    else:
-                        spark.conf.set(k, old)
+            with settings(spark, confs):
+                try:
+                    spark.sql(stmt.replace("{T}", ref)).collect()
+                    res.append("ok")
+                except Exception as e:
+                    res.append(error_text(e))
         spark.conf.set("spark.sparkbloom.enabled", "true")
         tot.dml += 1
         for k in confs:

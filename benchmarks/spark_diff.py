@@ -57,9 +57,11 @@ import math
 import os
 import random
 import shutil
+import signal
 import struct
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
@@ -862,6 +864,15 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
         spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
     tot = Totals()
     setup_s = 0.0
+    # Stopped (Ctrl-C, or SIGTERM as `kill` or a timeout sends it): the batch under way is dropped, and the totals of
+    # what ran are reported and written as after a full run, marked interrupted.
+    interrupted = False
+
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    before = signal.signal(signal.SIGTERM, stop) if main_thread else None
     number = args.start_round
     try:
         def more() -> bool:
@@ -869,7 +880,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
             return (tot.queries < args.queries and not late
                     and (args.rounds is None or number < args.start_round + args.rounds))
 
-        while more():
+        while more() and not interrupted:
             ts = time.perf_counter()
             rnd = Round(spark, args.seed, number, base, formats)
             try:
@@ -920,13 +931,22 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
             if args.keep_rounds == 0:
                 shutil.rmtree(rnd.work, ignore_errors=True)
             number += 1
+    except KeyboardInterrupt:
+        interrupted = True
+        log(f"interrupted in round {number}: reporting the {tot.queries} queries of the batches that ended")
     finally:
-        spark.stop()
+        if main_thread:
+            signal.signal(signal.SIGTERM, before)
+        try:
+            spark.stop()
+        except Exception:  # a signal to the whole process group (timeout(1)) has ended the JVM too
+            if not interrupted:
+                raise
         shutil.rmtree(base, ignore_errors=True)
     wall = time.perf_counter() - t0
     out = {k: v for k, v in vars(tot).items()}
     out.update({"seed": args.seed, "start_round": args.start_round, "batch": args.batch, "per_round": args.per_round,
-                "wall_s": round(wall, 1), "setup_s": round(setup_s, 1),
+                "wall_s": round(wall, 1), "setup_s": round(setup_s, 1), "interrupted": interrupted,
                 "queries_per_s": round(tot.queries / wall, 2),
                 "load_before": [round(x, 2) for x in load_before],
                 "load_after": [round(x, 2) for x in os.getloadavg()],

@@ -61,6 +61,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", help="result file (default benchmarks/results/objectstore-<stamp>.json)")
     p.add_argument("--img-dir", default=str(ROOT / "docs" / "img"), help="where the plots go ('' for none)")
     p.add_argument("--prefix", default="bench-os", help="key prefix of the tables in the bucket")
+    p.add_argument("--writes-only", action="store_true",
+                   help="only the appends, maintained against plain, at 20 ms (and the tables and index they need)")
     a = p.parse_args(argv)
     a.files = a.files or (50 if a.quick else 1000)
     a.big_files = a.big_files if a.big_files is not None else (1000 if a.quick else 10000)
@@ -68,7 +70,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     a.runs = a.runs or (3 if a.quick else 6)
     if a.out is None:
         stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
-        a.out = str(ROOT / "benchmarks" / "results" / f"objectstore-{'quick-' if a.quick else ''}{stamp}.json")
+        kind = "writes-" if a.writes_only else "quick-" if a.quick else ""
+        a.out = str(ROOT / "benchmarks" / "results" / f"objectstore-{kind}{stamp}.json")
     return a
 
 
@@ -338,70 +341,74 @@ def main(argv: list[str] | None = None) -> int:
         placement = dict(sorted(placement.items(), key=lambda kv: int(kv[0])))
         ids_sorted = list(placement)
 
-        # ---- harvest against a scan (latency 20 ms, or the only one given)
         lat_main = 20.0 if 20.0 in args.latencies else args.latencies[0]
         proxy.configure(latency_ms=lat_main, bandwidth_mbps=args.bandwidth_mbps)
-        spark.sql(f"DROP BLOOM INDEX IF EXISTS bx ON {tbl}")
-        harvest = []
-        scan = []
-        for i in range(2):
-            for what in (("scan", "harvest") if i % 2 == 0 else ("harvest", "scan")):
-                if what == "harvest":
-                    spark.sql(f"DROP BLOOM INDEX IF EXISTS bx ON {tbl}")
-                    r = meter.run(lambda: spark.sql(f"CREATE BLOOM INDEX bx ON {tbl} (k, u)").collect())
-                    harvest.append(r)
-                else:
-                    r = meter.run(lambda: spark.read.parquet(path).select("k", "u").write.format("noop")
-                                  .mode("overwrite").save())
-                    scan.append(r)
-        desc = {row[0]: row[1] for row in spark.sql(f"DESCRIBE BLOOM INDEX bx ON {tbl}").collect()}
-        result["describe"] = {k: str(v) for k, v in desc.items()}
-        result["harvest_ms"] = med([r["ms"] for r in harvest])
-        result["scan_ms"] = med([r["ms"] for r in scan])
-        result["harvest_requests"] = med([r["requests"] for r in harvest])
-        result["scan_requests"] = med([r["requests"] for r in scan])
-        log(f"harvest {result['harvest_ms']:.0f} ms vs scan {result['scan_ms']:.0f} ms")
+        if args.writes_only:  # the appends alone, on the index CREATE builds (harvested)
+            if not keys_under(s3, bucket, name + "/_sparkbloom/"):
+                spark.sql(f"CREATE BLOOM INDEX bx ON {tbl} (k, u)")
+        else:
+            # ---- harvest against a scan (latency 20 ms, or the only one given)
+            spark.sql(f"DROP BLOOM INDEX IF EXISTS bx ON {tbl}")
+            harvest = []
+            scan = []
+            for i in range(2):
+                for what in (("scan", "harvest") if i % 2 == 0 else ("harvest", "scan")):
+                    if what == "harvest":
+                        spark.sql(f"DROP BLOOM INDEX IF EXISTS bx ON {tbl}")
+                        r = meter.run(lambda: spark.sql(f"CREATE BLOOM INDEX bx ON {tbl} (k, u)").collect())
+                        harvest.append(r)
+                    else:
+                        r = meter.run(lambda: spark.read.parquet(path).select("k", "u").write.format("noop")
+                                      .mode("overwrite").save())
+                        scan.append(r)
+            desc = {row[0]: row[1] for row in spark.sql(f"DESCRIBE BLOOM INDEX bx ON {tbl}").collect()}
+            result["describe"] = {k: str(v) for k, v in desc.items()}
+            result["harvest_ms"] = med([r["ms"] for r in harvest])
+            result["scan_ms"] = med([r["ms"] for r in scan])
+            result["harvest_requests"] = med([r["requests"] for r in harvest])
+            result["scan_requests"] = med([r["requests"] for r in scan])
+            log(f"harvest {result['harvest_ms']:.0f} ms vs scan {result['scan_ms']:.0f} ms")
 
-        # ---- Spark's listing of the table with and without _sparkbloom/ inside
-        schema = "k bigint, u string, v int"
-        listing = {}
-        for which, p in (("indexed", path), ("plain", plain_path)):
-            meter.index_on(False)
-            r = meter.run(lambda: spark.read.schema(schema).parquet(p).inputFiles())
-            meter.index_on(True)
-            listing[which] = r
-        result["listing_requests_indexed"] = listing["indexed"]["requests"]
-        result["listing_requests_plain"] = listing["plain"]["requests"]
+            # ---- Spark's listing of the table with and without _sparkbloom/ inside
+            schema = "k bigint, u string, v int"
+            listing = {}
+            for which, p in (("indexed", path), ("plain", plain_path)):
+                meter.index_on(False)
+                r = meter.run(lambda: spark.read.schema(schema).parquet(p).inputFiles())
+                meter.index_on(True)
+                listing[which] = r
+            result["listing_requests_indexed"] = listing["indexed"]["requests"]
+            result["listing_requests_plain"] = listing["plain"]["requests"]
 
-        # ---- per latency: point lookups (warm, cold, floor, off), absent key, IN 100, join 24
-        per_latency: dict[str, Any] = {}
-        for lat in args.latencies:
-            proxy.configure(latency_ms=lat, bandwidth_mbps=args.bandwidth_mbps)
-            runs = args.runs if lat == lat_main else max(2, args.runs // 3)
-            tag = f"{lat:g} ms"
-            L: dict[str, Any] = {"runs": runs}
-            L["point"] = point_queries(spark, meter, path, rows_total, placement, runs, tag)
-            meter.index_on(True)
-            # with the schema given (as a catalog table has it): Spark's schema inference opens a data file
-            ab = meter.run(lambda: spark.read.schema("k bigint, u string, v int").parquet(path)
-                           .where(f"k = {absent_key(1)}").collect())
-            L["absent_data_requests"] = ab["data_file_requests"]
-            L["absent_requests"] = ab["requests"]
-            L["absent_data_log"] = [x[1:] for x in ab["log"] if x[2] == "data"]
-            keys100 = ", ".join(str(key_of(i)) for i in range(0, rows_total, max(1, rows_total // 100)))
-            L["in100"] = paired(meter, lambda i: (lambda: spark.sql(
-                f"SELECT * FROM {tbl} WHERE k IN ({keys100})").collect()), max(2, runs // 2))
-            keys24 = [placement[ids_sorted[j]] for j in range(min(24, len(ids_sorted)))]
-            keys24 += [f"absent-{j}" for j in range(24 - len(keys24))]
-            kdf = spark.createDataFrame([(u,) for u in keys24], "u string")
-            kdf.createOrReplaceTempView("keys24")
-            L["join"] = paired(meter, lambda i: (lambda: spark.sql(
-                f"SELECT t.* FROM {tbl} t JOIN keys24 s ON t.u = s.u").collect()), max(2, runs // 2))
-            log(f"{tag}: in100 on {L['in100']['on_ms']:.0f} off {L['in100']['off_ms']:.0f}; join on "
-                f"{L['join']['on_ms']:.0f} off {L['join']['off_ms']:.0f}; absent data requests "
-                f"{L['absent_data_requests']}")
-            per_latency[f"{lat:g}"] = L
-        result["per_latency"] = per_latency
+            # ---- per latency: point lookups (warm, cold, floor, off), absent key, IN 100, join 24
+            per_latency: dict[str, Any] = {}
+            for lat in args.latencies:
+                proxy.configure(latency_ms=lat, bandwidth_mbps=args.bandwidth_mbps)
+                runs = args.runs if lat == lat_main else max(2, args.runs // 3)
+                tag = f"{lat:g} ms"
+                L: dict[str, Any] = {"runs": runs}
+                L["point"] = point_queries(spark, meter, path, rows_total, placement, runs, tag)
+                meter.index_on(True)
+                # with the schema given (as a catalog table has it): Spark's schema inference opens a data file
+                ab = meter.run(lambda: spark.read.schema("k bigint, u string, v int").parquet(path)
+                               .where(f"k = {absent_key(1)}").collect())
+                L["absent_data_requests"] = ab["data_file_requests"]
+                L["absent_requests"] = ab["requests"]
+                L["absent_data_log"] = [x[1:] for x in ab["log"] if x[2] == "data"]
+                keys100 = ", ".join(str(key_of(i)) for i in range(0, rows_total, max(1, rows_total // 100)))
+                L["in100"] = paired(meter, lambda i: (lambda: spark.sql(
+                    f"SELECT * FROM {tbl} WHERE k IN ({keys100})").collect()), max(2, runs // 2))
+                keys24 = [placement[ids_sorted[j]] for j in range(min(24, len(ids_sorted)))]
+                keys24 += [f"absent-{j}" for j in range(24 - len(keys24))]
+                kdf = spark.createDataFrame([(u,) for u in keys24], "u string")
+                kdf.createOrReplaceTempView("keys24")
+                L["join"] = paired(meter, lambda i: (lambda: spark.sql(
+                    f"SELECT t.* FROM {tbl} t JOIN keys24 s ON t.u = s.u").collect()), max(2, runs // 2))
+                log(f"{tag}: in100 on {L['in100']['on_ms']:.0f} off {L['in100']['off_ms']:.0f}; join on "
+                    f"{L['join']['on_ms']:.0f} off {L['join']['off_ms']:.0f}; absent data requests "
+                    f"{L['absent_data_requests']}")
+                per_latency[f"{lat:g}"] = L
+            result["per_latency"] = per_latency
 
         # ---- appends: maintained (indexed table) against plain (the copy), alternating
         proxy.configure(latency_ms=lat_main, bandwidth_mbps=args.bandwidth_mbps)
@@ -419,12 +426,15 @@ def main(argv: list[str] | None = None) -> int:
                     wlog = meter.proxy.log()
                     lists.append(sum(1 for x in wlog if x[2] == "index" and x[1] == "LIST"))
                     result["write_index_log"] = [x[1:] for x in wlog if x[2] == "index"]
+                    # every request of the last maintained append, seconds from its start: where the time goes
+                    result["write_timeline_maintained"] = [[x[0], x[1], x[2], x[3][:120]] for x in wlog]
                     result["write_requests_maintained"] = len(wlog)
                     maintained.append(r["ms"])
                 else:
                     pr = meter.run(lambda: df.write.mode("append").parquet(plain_path))
                     plain_w.append(pr["ms"])
                     result["write_requests_plain"] = pr["requests"]
+                    result["write_timeline_plain"] = [[x[0], x[1], x[2], x[3][:120]] for x in pr["log"]]
         result["write_ms_maintained"] = med(maintained)
         result["write_ms_plain"] = med(plain_w)
         result["write_background_ms"] = med(awaited)
@@ -433,7 +443,7 @@ def main(argv: list[str] | None = None) -> int:
         result["describe_after_writes"] = {k: str(v) for k, v in desc.items()}
 
         # ---- cold lookup on the big table
-        if args.big_files:
+        if args.big_files and not args.writes_only:
             proxy.configure(latency_ms=0, bandwidth_mbps=0)
             big = f"{args.prefix}/big{args.big_files}"
             big_path = f"s3a://{bucket}/{big}"
@@ -464,6 +474,12 @@ def main(argv: list[str] | None = None) -> int:
             result["cold10k_ms"] = main_big["ms"]
 
         # ---- the headline fields at the main latency
+        result["load_before"] = load_before
+        result["load_after"] = os.getloadavg()
+        result["finished"] = datetime.datetime.now().isoformat()
+        if args.writes_only:
+            result["ratios"] = {"write_maintained/plain": result["write_ms_maintained"] / result["write_ms_plain"]}
+            return finish(args, result)
         L = per_latency[f"{lat_main:g}"]
         P = L["point"]
         result.update({
@@ -486,17 +502,19 @@ def main(argv: list[str] | None = None) -> int:
             "harvest/scan": result["harvest_ms"] / result["scan_ms"],
             "write_maintained/plain": result["write_ms_maintained"] / result["write_ms_plain"],
         }
-        result["load_before"] = load_before
-        result["load_after"] = os.getloadavg()
-        result["finished"] = datetime.datetime.now().isoformat()
     finally:
         spark.stop()
         proxy.stop()
+    return finish(args, result)
+
+
+def finish(args: argparse.Namespace, result: dict[str, Any]) -> int:
+    """Writes the result file (and the plots of a full run) and prints the result when asked."""
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1, default=str)
     log(f"wrote {args.out}")
-    if args.img_dir:
+    if args.img_dir and not args.writes_only:
         plot(result, args.img_dir, "objectstore-quick" if args.quick else "objectstore")
     if args.json:
         print(json.dumps({k: v for k, v in result.items() if k not in ("per_latency", "cold_big")}, default=str))

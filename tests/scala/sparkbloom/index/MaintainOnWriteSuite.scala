@@ -61,6 +61,30 @@ class MaintainOnWriteSuite extends SparkSessionSuite {
     }
   }
 
+  test("an index marked as having missed a write is refreshed by the next write, not given only that write's files") {
+    val dir = tempDir("mow") + "/t"
+    rows(0, 400, 4).write.parquet(dir)
+    indexed(dir)
+    // a write the index missed (as when its update failed after the write committed: MaintainOnWrite marks it)
+    withSQLConf(BloomConf.MaintainOnWrite -> "false")(rows(1000, 1200, 2).write.mode("append").parquet(dir))
+    val ixDir = new org.apache.hadoop.fs.Path(IndexStore.indexesDir(new org.apache.hadoop.fs.Path(dir), None), "ix")
+    IndexManager.markNeedsRefresh(spark, ixDir)
+    val marker = new java.io.File(ixDir.toUri.getPath, "_needs_refresh")
+    assert(marker.exists && describe(TableRef.Path(dir)).filesNotCovered == 2)
+    rows(2000, 2100, 1).write.mode("append").parquet(dir)
+    // the next write's commit saw the mark: the index was refreshed from the listing, the missed files too
+    val d = describe(TableRef.Path(dir))
+    assert(d.filesNotCovered == 0 && d.filesCovered == 7, d)
+    assert(!marker.exists, "the refresh clears the mark")
+    lookup(spark.read.parquet(dir), 1105, files = 1)
+    lookup(spark.read.parquet(dir), 2050, files = 1)
+    // unmarked, a write takes its own files only (its tasks' entries): a missed write's files stay uncovered
+    withSQLConf(BloomConf.MaintainOnWrite -> "false")(rows(3000, 3100, 1).write.mode("append").parquet(dir))
+    rows(4000, 4100, 1).write.mode("append").parquet(dir)
+    assert(describe(TableRef.Path(dir)).filesNotCovered == 1)
+    lookup(spark.read.parquet(dir), 3050, files = 1)
+  }
+
   test("INSERT INTO a catalog table is covered; INSERT OVERWRITE keeps the index, over the new files only") {
     withTable("mow_t") {
       spark.sql("CREATE TABLE mow_t (id BIGINT, s STRING) USING parquet")

@@ -1,6 +1,8 @@
 package sparkbloom.index
 
 import java.lang.reflect.InvocationTargetException
+
+import scala.jdk.CollectionConverters._
 import scala.util.control.NonFatal
 
 import org.apache.hadoop.conf.Configuration
@@ -177,14 +179,26 @@ object CommitStore {
   object S3ConditionalPut {
     private[index] val ConflictAttempts = 6
 
-    /** One way to send `PUT` with `If-None-Match: *`: the HTTP status it got (200, 412, 409, ...). */
+    /**
+     * One way to send `PUT` with `If-None-Match: *`: the HTTP status it got (200, 412, 409, ...); and a LIST of one
+     * key: its size and modification time as a listing of its directory gives them (milliseconds where the store
+     * lists them), None when it is not there.
+     */
     trait Sdk {
       def name: String
       def putIfAbsent(bucket: String, key: String, bytes: Array[Byte]): Int
+      def listedAs(bucket: String, key: String): Option[(Long, Long)]
     }
 
+    /** Per S3A file system: its SDK client, or None (no client reachable). */
+    private val sdks =
+      java.util.Collections.synchronizedMap(new java.util.WeakHashMap[FileSystem, Option[Sdk]]())
+
+    /** The S3 client of S3A file system `fs` (cached per file system), None when none is reachable. */
+    private[index] def sdkFor(fs: FileSystem): Option[Sdk] = sdks.computeIfAbsent(fs, _ => sdkOf(fs))
+
     /** The conditional store for S3A file system `fs`; None when no S3 client of it is reachable. */
-    def of(fs: FileSystem): Option[S3ConditionalPut] = sdkOf(fs).map(new S3ConditionalPut(_))
+    def of(fs: FileSystem): Option[S3ConditionalPut] = sdkFor(fs).map(new S3ConditionalPut(_))
 
     private def sdkOf(fs: FileSystem): Option[Sdk] =
       try Some(new SdkV2(fs))
@@ -223,7 +237,27 @@ object CommitStore {
       private val bodyCls = cls("software.amazon.awssdk.core.sync.RequestBody")
       private val put = cls("software.amazon.awssdk.services.s3.S3Client").getMethod("putObject", requestCls, bodyCls)
       private val serviceError = cls("software.amazon.awssdk.awscore.exception.AwsServiceException")
+      private val listCls = cls("software.amazon.awssdk.services.s3.model.ListObjectsV2Request")
+      private val listBuilderCls = cls("software.amazon.awssdk.services.s3.model.ListObjectsV2Request$Builder")
+      private val list = cls("software.amazon.awssdk.services.s3.S3Client").getMethod("listObjectsV2", listCls)
+      private val objectCls = cls("software.amazon.awssdk.services.s3.model.S3Object")
       def name: String = "AWS SDK v2 client of S3A"
+
+      def listedAs(bucket: String, key: String): Option[(Long, Long)] = {
+        val b = listCls.getMethod("builder").invoke(null)
+        listBuilderCls.getMethod("bucket", classOf[String]).invoke(b, bucket)
+        listBuilderCls.getMethod("prefix", classOf[String]).invoke(b, key)
+        listBuilderCls.getMethod("maxKeys", classOf[java.lang.Integer]).invoke(b, Integer.valueOf(1))
+        val response = try list.invoke(client, listBuilderCls.getMethod("build").invoke(b))
+        catch { case NonFatal(e) => throw unwrap(e) }
+        val contents = response.getClass.getMethod("contents").invoke(response).asInstanceOf[java.util.List[AnyRef]]
+        // the key itself sorts first among the keys it prefixes
+        contents.iterator().asScala.take(1).map { o =>
+          (objectCls.getMethod("key").invoke(o).asInstanceOf[String],
+            objectCls.getMethod("size").invoke(o).asInstanceOf[java.lang.Long].longValue,
+            objectCls.getMethod("lastModified").invoke(o).asInstanceOf[java.time.Instant].toEpochMilli)
+        }.collectFirst { case (k, size, mtime) if k == key => (size, mtime) }
+      }
 
       def putIfAbsent(bucket: String, key: String, bytes: Array[Byte]): Int = {
         val ob = overrideCls.getMethod("builder").invoke(null)
@@ -255,7 +289,26 @@ object CommitStore {
       private val metadataCls = cls("com.amazonaws.services.s3.model.ObjectMetadata")
       private val put = cls("com.amazonaws.services.s3.AmazonS3").getMethod("putObject", requestCls)
       private val serviceError = cls("com.amazonaws.AmazonServiceException")
+      private val listCls = cls("com.amazonaws.services.s3.model.ListObjectsV2Request")
+      private val list = cls("com.amazonaws.services.s3.AmazonS3").getMethod("listObjectsV2", listCls)
+      private val summaryCls = cls("com.amazonaws.services.s3.model.S3ObjectSummary")
       def name: String = "AWS SDK v1 client of S3A"
+
+      def listedAs(bucket: String, key: String): Option[(Long, Long)] = {
+        val request = listCls.getConstructor().newInstance().asInstanceOf[AnyRef]
+        listCls.getMethod("setBucketName", classOf[String]).invoke(request, bucket)
+        listCls.getMethod("setPrefix", classOf[String]).invoke(request, key)
+        listCls.getMethod("setMaxKeys", classOf[Integer]).invoke(request, Integer.valueOf(1))
+        val result = try list.invoke(client, request)
+        catch { case NonFatal(e) => throw unwrap(e) }
+        val summaries = result.getClass.getMethod("getObjectSummaries").invoke(result)
+          .asInstanceOf[java.util.List[AnyRef]]
+        summaries.iterator().asScala.take(1).map { o =>
+          (summaryCls.getMethod("getKey").invoke(o).asInstanceOf[String],
+            summaryCls.getMethod("getSize").invoke(o).asInstanceOf[java.lang.Long].longValue,
+            summaryCls.getMethod("getLastModified").invoke(o).asInstanceOf[java.util.Date].getTime)
+        }.collectFirst { case (k, size, mtime) if k == key => (size, mtime) }
+      }
 
       def putIfAbsent(bucket: String, key: String, bytes: Array[Byte]): Int = {
         val metadata = metadataCls.getConstructor().newInstance().asInstanceOf[AnyRef]

@@ -10,6 +10,7 @@ import sparkbloom.BloomConf
 import sparkbloom.index.sliced.{
   ColumnSlice, EntryMeta, IndexCache, Layout, LayoutAssembler, Segment, SegmentWriter, SummaryFilter, SummaryWriter
 }
+import sparkbloom.parquet.StoreFiles
 
 /**
  * The indexes of a resolved table: create, refresh, drop, describe. Front ends reach it through the facade
@@ -163,8 +164,10 @@ object IndexManager {
   def writePlan(spark: SparkSession, dir: Path): Option[WriteIndexer.Plan] = {
     val conf = spark.sessionState.newHadoopConf()
     val fs = dir.getFileSystem(conf)
+    // (an index marked as having missed a write's files is refreshed instead: commitWritten checks the mark, beside
+    // its other requests, so that a write does not wait for one more round trip before it starts)
     val meta = IndexStore.newestForLookup(fs, dir, BloomConf.lookupListingTtlMs(spark, fs))._1.getOrElse(return None)
-    if (meta.formatVersion.getOrElse(1) < 2 || IndexStore.fileExists(fs, new Path(dir, NeedsRefresh))) return None
+    if (meta.formatVersion.getOrElse(1) < 2) return None
     val loaded = IndexStore.load(fs, conf, dir, meta)
     if (loaded.problems.nonEmpty || loaded.memorySegments.nonEmpty) return None
     val l = loaded.layout
@@ -211,14 +214,24 @@ object IndexManager {
     val conf = spark.sessionState.newHadoopConf()
     val fs = dir.getFileSystem(conf)
     IndexStore.mkdirs(fs, new Path(dir, dataDirName))
-    val links = SummaryWriter.write(fs, dir, dataDirName, summaries)
     val written = entries.map(_.path).toSet
     var attempt = 0
     val ttl = BloomConf.lookupListingTtlMs(spark, fs)
+    // the summaries stored while the newest commit and the mark of a missed write are checked (new files of this
+    // write's own data directory, and two reads: the order does not matter, and on a remote store they take one
+    // round trip)
+    val (links, (first, marked)) = StoreFiles.both(fs)(SummaryWriter.write(fs, dir, dataDirName, summaries),
+      StoreFiles.both(fs)(IndexStore.newestForLookup(fs, dir, ttl)._1,
+        IndexStore.fileExists(fs, new Path(dir, NeedsRefresh))))
+    // an index that missed a write's files takes no single write's entries: the caller refreshes it from the listing
+    if (marked)
+      throw new BloomIndexException(s"bloom index ${dir.getName} missed a write's files and needs a refresh")
+    var checked: Option[Option[IndexMeta]] = Some(first)
     while (true) {
       // the newest commit as lookups know it (checked with one request; listed again after a lost commit)
-      val meta = IndexStore.newestForLookup(fs, dir, ttl)._1.getOrElse(
+      val meta = checked.getOrElse(IndexStore.newestForLookup(fs, dir, ttl)._1).getOrElse(
         throw new BloomIndexException(s"bloom index ${dir.getName} no longer exists"))
+      checked = None
       val previous = IndexStore.load(fs, conf, dir, meta)
       if (previous.problems.nonEmpty || previous.memorySegments.nonEmpty)
         throw new BloomIndexException(s"bloom index ${meta.name} needs a refresh: ${previous.problems.mkString("; ")}")

@@ -172,7 +172,11 @@ object IndexStore {
       // lookups in this JVM see the new version (and a new index) at once
       val now = System.currentTimeMillis()
       newestSeen.put(indexDir.toString, Remembered(meta, now, now))
-      indexDirsSeen.remove(indexDir.getParent.toString)
+      // the table's list of indexes as remembered stays right unless this commit made a new index (the next write
+      // into the table then need not list it again)
+      val parent = indexDir.getParent.toString
+      Option(indexDirsSeen.get(parent)).filterNot(_.value.exists(_.toString == indexDir.toString))
+        .foreach(indexDirsSeen.remove(parent, _))
     } else {
       forget(indexDir) // the next attempt lists the commits again
       throw new ConcurrentIndexUpdateException(s"bloom index ${meta.name} was updated concurrently: version " +

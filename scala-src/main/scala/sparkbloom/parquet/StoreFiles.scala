@@ -37,4 +37,35 @@ object StoreFiles {
     try out.write(bytes)
     finally out.close()
   }
+
+  /** Threads for requests run side by side on a remote store (daemon; idle ones end after a minute). */
+  private lazy val io: java.util.concurrent.ExecutorService = {
+    val n = new java.util.concurrent.atomic.AtomicInteger()
+    new java.util.concurrent.ThreadPoolExecutor(0, Int.MaxValue, 60L, java.util.concurrent.TimeUnit.SECONDS,
+      new java.util.concurrent.SynchronousQueue[Runnable](),
+      (r: Runnable) => {
+        val t = new Thread(r, s"sparkbloom-store-io-${n.incrementAndGet()}"); t.setDaemon(true); t
+      })
+  }
+
+  /**
+   * Every one of `calls` on `fs`, side by side on a remote store (independent requests: one round trip instead of
+   * one each), one after another otherwise; their results in order. Every call has ended when this returns; the first
+   * failure is then thrown. For requests whose order does not matter: files new by construction, checks.
+   */
+  def concurrently[A](fs: FileSystem, calls: Seq[() => A]): Seq[A] =
+    if (calls.size <= 1 || !remote(fs)) calls.map(_())
+    else {
+      val started = calls.map(c => io.submit(new java.util.concurrent.Callable[A] { def call(): A = c() }))
+      started.map { f =>
+        scala.util.Try(f.get()).recover { case e: java.util.concurrent.ExecutionException => throw e.getCause }
+      }.map(_.get)
+    }
+
+  /** `a` and `b`, side by side on a remote store ([[concurrently]]). */
+  def both[A, B](fs: FileSystem)(a: => A, b: => B): (A, B) =
+    concurrently[Any](fs, Seq(() => a, () => b)) match {
+      case Seq(x, y) => (x.asInstanceOf[A], y.asInstanceOf[B])
+      case other => throw new IllegalStateException(s"two results expected, got ${other.size}")
+    }
 }

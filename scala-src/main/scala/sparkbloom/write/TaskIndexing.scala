@@ -2,7 +2,7 @@ package sparkbloom.write
 
 import scala.util.control.NonFatal
 
-import org.apache.hadoop.fs.Path
+import org.apache.hadoop.fs.{FileSystem, Path}
 import org.apache.spark.internal.Logging
 import org.apache.spark.sql.{SaveMode, SparkSession}
 import org.apache.spark.sql.execution.SparkPlan
@@ -16,6 +16,7 @@ import sparkbloom.api.BloomIndexes
 import sparkbloom.formats.TableFormats
 import sparkbloom.index.{IndexManager, IndexStore, Listed, SerializableConf, TableFormat, WriteIndexer}
 import sparkbloom.index.sliced.EntryMeta
+import sparkbloom.parquet.StoreFiles
 
 /**
  * Writes whose tasks index what they write: the rule's choice of them (Spark's Parquet appends,
@@ -158,10 +159,15 @@ object TaskIndexing extends Logging {
    */
   private def commitTaskParts(session: SparkSession, plan: WriteIndexer.Plan, mine: Seq[WriteIndexer.Part],
                               finalEntry: EntryMeta => EntryMeta,
-                              coveredAfter: (String, String => Boolean) => Option[String] = (_, _) => None): Unit = {
-    val (shippedEntries, shippedSegments, shippedSummaries) =
-      if (mine.forall(_.shipped.isEmpty)) (Nil, Nil, Nil)
-      else WriteIndexer.storeShipped(plan, session.sessionState.newHadoopConf(), mine.flatMap(_.shipped))
+                              coveredAfter: (String, String => Boolean) => Option[String] = (_, _) => None,
+                              listing: Option[(FileSystem, () => Unit)] = None): Unit = {
+    def stored = if (mine.forall(_.shipped.isEmpty)) (Nil, Nil, Nil)
+    else WriteIndexer.storeShipped(plan, session.sessionState.newHadoopConf(), mine.flatMap(_.shipped))
+    // the written files listed while the shipped filters are stored (on a remote store, side by side)
+    val (shippedEntries, shippedSegments, shippedSummaries) = listing match {
+      case Some((fs, list)) => StoreFiles.both(fs)(stored, list())._1
+      case None => stored
+    }
     val entries = (mine.flatMap(_.entries) ++ shippedEntries).map(finalEntry)
     if (entries.nonEmpty)
       IndexManager.commitWritten(session, new Path(plan.indexDir), plan.dataDirName, entries,
@@ -201,7 +207,8 @@ object TaskIndexing extends Logging {
             val st = finals(e.path)
             if (st.getLen != e.size) throw new IllegalStateException(s"${st.getPath} changed after it was written")
             e.copy(path = st.getPath.toString, mtime = st.getModificationTime)
-          })
+          },
+          listing = Some((fs, () => finals)))
         true
       } catch {
         case NonFatal(e) =>

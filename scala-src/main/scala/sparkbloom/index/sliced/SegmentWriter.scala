@@ -27,17 +27,23 @@ final case class SummaryFilter(segment: String, column: String, columnOrdinal: I
  * segment, `S · 32` bytes for S segments (10^6 row groups: ~500 segments, 16 KB).
  */
 object SummaryWriter {
-  def write(fs: FileSystem, indexDir: Path, dataDirName: String, filters: Seq[SummaryFilter]): Seq[SummaryLink] =
-    filters.groupBy(f => (f.column, f.columnOrdinal, f.bitset.length / 32)).toSeq.sortBy(g =>
-      (g._1._2, g._1._3)).flatMap {
-      case ((column, ordinal, blocks), fs0) =>
-        val sorted = fs0.sortBy(_.segment)
-        val file = s"$dataDirName/summary-c$ordinal-b$blocks.sum"
-        SegmentWriter.write(fs, new Path(indexDir, file),
-          SegmentWriter.blockMajor(sorted.map(_.bitset).toIndexedSeq, blocks))
-        val seg = Segment(file, column, blocks, sorted.size)
-        sorted.zipWithIndex.map { case (f, slot) => SummaryLink(f.segment, seg, slot, f.fpp) }
+  def write(fs: FileSystem, indexDir: Path, dataDirName: String, filters: Seq[SummaryFilter]): Seq[SummaryLink] = {
+    val groups = filters.groupBy(f => (f.column, f.columnOrdinal, f.bitset.length / 32)).toSeq.sortBy(g =>
+      (g._1._2, g._1._3)).map { case ((column, ordinal, blocks), fs0) =>
+      (column, blocks, s"$dataDirName/summary-c$ordinal-b$blocks.sum", fs0.sortBy(_.segment))
     }
+    // one file per column and block count, new files of a new data directory: side by side on a remote store
+    StoreFiles.concurrently(fs,
+      groups.map { case (_, blocks, file, sorted) =>
+        () =>
+          SegmentWriter.write(fs, new Path(indexDir, file),
+            SegmentWriter.blockMajor(sorted.map(_.bitset).toIndexedSeq, blocks))
+      })
+    groups.flatMap { case (column, blocks, file, sorted) =>
+      val seg = Segment(file, column, blocks, sorted.size)
+      sorted.zipWithIndex.map { case (f, slot) => SummaryLink(f.segment, seg, slot, f.fpp) }
+    }
+  }
 }
 
 /**
@@ -110,13 +116,26 @@ final class SegmentWriter(fs: FileSystem, indexDir: Path, dataDirName: String, p
   }
 
   /** Writes every open buffer; returns all segments this task wrote. */
-  def close(): Seq[Segment] = { open.values.foreach(flush); open.clear(); written.toSeq }
+  def close(): Seq[Segment] = {
+    val last = open.values.toSeq
+    open.clear()
+    // the last buffers' files (one per column, new by construction) side by side on a remote store: one round trip,
+    // not one per column
+    StoreFiles.concurrently(fs, last.map(b => () => writeFile(b)))
+    last.foreach(record)
+    written.toSeq
+  }
 
   /** The summaries of the segments written, one per segment that has one (the driver stores them). */
   def summaries: Seq[SummaryFilter] = summaryFilters.toSeq
 
-  private def flush(b: Buffer): Unit = {
+  private def flush(b: Buffer): Unit = { writeFile(b); record(b) }
+
+  private def writeFile(b: Buffer): Unit =
     SegmentWriter.write(fs, new Path(indexDir, b.file), SegmentWriter.blockMajor(b.filters.toIndexedSeq, b.blocks))
+
+  /** A written buffer's segment, and its summary filter when it has one, in this task's lists. */
+  private def record(b: Buffer): Unit = {
     written += Segment(b.file, b.column, b.blocks, b.filters.size)
     for (f <- summaryFpp if b.hashes != null && b.nHashes > 0; p = f(b.column, b.nHashes.toLong, b.leafFalse)
       if p < 1) {

@@ -246,9 +246,11 @@ object IndexManager {
         val committed = commitLayout(spark, fs, dir, meta.copy(version = meta.version + 1, tableSnapshot = snapshot),
           layout, dataDirName, keepOnFailure = true)
         IndexStore.cacheCommitted(dir, committed, layout)
-        // every few versions: a version is a write, and cleaning lists the index
-        if (committed.version % 8 == 0)
+        // every few versions: a version is a write, and cleaning lists the index (two LISTs: on a remote store after
+        // the write returned, not before)
+        if (committed.version % 8 == 0) StoreFiles.inBackground(fs) {
           cleanOldVersions(fs, dir, keep = Set(dataDirName, meta.dataDir) ++ meta.referencedDirs.getOrElse(Nil))
+        }
         return
       } catch {
         case e: ConcurrentIndexUpdateException =>

@@ -62,6 +62,13 @@ object StoreFiles {
       }.map(_.get)
     }
 
+  /**
+   * `f` on another thread when `fs` is remote (housekeeping a write need not wait for: its requests are round trips),
+   * in this one otherwise. `f` must not throw (its failures are its own to log).
+   */
+  def inBackground(fs: FileSystem)(f: => Unit): Unit =
+    if (!remote(fs)) f else io.submit(new Runnable { def run(): Unit = f })
+
   /** `a` and `b`, side by side on a remote store ([[concurrently]]). */
   def both[A, B](fs: FileSystem)(a: => A, b: => B): (A, B) =
     concurrently[Any](fs, Seq(() => a, () => b)) match {

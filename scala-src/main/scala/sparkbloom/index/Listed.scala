@@ -25,12 +25,12 @@ object Listed {
   def statuses(fs: FileSystem, files: Seq[Path]): Map[Path, FileStatus] = {
     val wanted = files.map(fs.makeQualified).toSet
     val sdk = if (fs.getScheme == "s3a") CommitStore.S3ConditionalPut.sdkFor(fs) else None
-    val byDir = wanted.groupBy(_.getParent).toSeq
+    val byDir = wanted.groupBy(_.getParent).toVector
     StoreFiles.concurrently(fs,
       byDir.map { case (dir, inDir) =>
         () =>
           sdk.filter(_ => inDir.size <= KeyListingsPerDirectory)
-            .flatMap(s => scala.util.Try(keyListings(fs, s, inDir.toSeq)).toOption)
+            .flatMap(s => scala.util.Try(keyListings(fs, s, inDir.toVector)).toOption)
             .getOrElse(
               try
                 fs.listStatus(dir).iterator.map(st => fs.makeQualified(st.getPath) -> st).filter(p => inDir(p._1)).toMap

@@ -53,7 +53,10 @@ object StoreFiles {
    * one each), one after another otherwise; their results in order. Every call has ended when this returns; the first
    * failure is then thrown. For requests whose order does not matter: files new by construction, checks.
    */
-  def concurrently[A](fs: FileSystem, calls: Seq[() => A]): Seq[A] =
+  def concurrently[A](fs: FileSystem, given: Seq[() => A]): Seq[A] = {
+    // strict: on Scala 2.12 a Seq may be a lazy Stream, whose calls would run only when (if ever) their results are
+    // asked for
+    val calls = given.toVector
     if (calls.size <= 1 || !remote(fs)) calls.map(_())
     else {
       val started = calls.map(c => io.submit(new java.util.concurrent.Callable[A] { def call(): A = c() }))
@@ -61,6 +64,7 @@ object StoreFiles {
         scala.util.Try(f.get()).recover { case e: java.util.concurrent.ExecutionException => throw e.getCause }
       }.map(_.get)
     }
+  }
 
   /**
    * `f` on another thread when `fs` is remote (housekeeping a write need not wait for: its requests are round trips),

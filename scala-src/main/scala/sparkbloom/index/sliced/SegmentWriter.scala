@@ -117,7 +117,7 @@ final class SegmentWriter(fs: FileSystem, indexDir: Path, dataDirName: String, p
 
   /** Writes every open buffer; returns all segments this task wrote. */
   def close(): Seq[Segment] = {
-    val last = open.values.toSeq
+    val last = open.values.toVector // a copy: on Scala 2.12 toSeq is lazy, and the map is cleared next
     open.clear()
     // the last buffers' files (one per column, new by construction) side by side on a remote store: one round trip,
     // not one per column

@@ -338,6 +338,19 @@ class Round:
             self._write(before_index=False)
         self._key_table()
 
+    def split_bytes(self) -> int:
+        """``spark.sql.files.maxPartitionBytes`` for a batch that splits files: a quarter of the table's largest data
+        file, at least 64 KiB, so that a file spreads over about four tasks whatever its size. (A Spark writer's own
+        bloom filters make some files of 2,048 rows 14.7 MB: 64 KiB cut each into ~230 splits, most after the last
+        row group, so a batch of 25 scans of 5 files ran ~29,000 tasks a side.) Iceberg splits by its own
+        ``read.split.target-size``: its tables get 64 KiB, which it ignores."""
+        sizes = [0]
+        if self.t.fmt != "iceberg":
+            for d, dirs, files in os.walk(self.t.path):
+                dirs[:] = [x for x in dirs if not x.startswith(("_", "."))]  # _delta_log, _sparkbloom
+                sizes += [os.path.getsize(os.path.join(d, f)) for f in files if f.endswith(".parquet")]
+        return max(65536, max(sizes) // 4)
+
     def _create_lake(self, rows: pa.Table) -> None:
         t, rng = self.t, self.rng
         df = self.w.staged(rows).repartition(rng.randint(3, 6))
@@ -729,7 +742,8 @@ def run_batch(spark: SparkSession, rnd: Round, queries: list[tuple[int, str, str
 SETTINGS: list[tuple[str, str]] = [
     ("spark.sql.parquet.enableVectorizedReader", "false"),  # parquet-java's row reader, not Spark's vectorized one
     ("spark.sql.parquet.filterPushdown", "false"),  # no Parquet row-group filters of Spark's own
-    ("spark.sql.files.maxPartitionBytes", "65536"),  # files split: row groups spread over several tasks
+    # files split (row groups spread over several tasks): the value is the round's (Round.split_bytes)
+    ("spark.sql.files.maxPartitionBytes", "65536"),
     ("spark.sql.adaptive.enabled", "false"),
     ("spark.sql.autoBroadcastJoinThreshold", "-1"),  # shuffle joins: run-time keys from a subquery of their own
     ("spark.sql.ansi.enabled", "false"),  # other casts and their failures
@@ -898,6 +912,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
             qs = Queries(rnd, qrng)
             made = [(i, *qs.query()) for i in range(n)]
             made.sort(key=lambda q: q[1])  # batches of one kind: a mixed union plans more slowly
+            split = rnd.split_bytes()
             for b in range(0, n, args.batch):
                 if args.max_seconds and time.perf_counter() - t0 > args.max_seconds:
                     n = b
@@ -907,6 +922,8 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
                 mode = rnd.t.fmt if lake else ("parquet-v2" if v2 else "parquet-v1")
                 rnd.views(v2)
                 confs = batch_settings(rnd.seed, tot.batches)
+                if "spark.sql.files.maxPartitionBytes" in confs:
+                    confs["spark.sql.files.maxPartitionBytes"] = str(split)
                 run_batch(spark, rnd, chunk, mode, tot, log, confs)
                 tot.row_by_row += len(chunk) if "spark.sql.codegen.wholeStage" in confs else 0
                 for k in confs:

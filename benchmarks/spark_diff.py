@@ -909,12 +909,15 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
         spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
     tot = Totals()
     setup_s = 0.0
-    # Stopped (Ctrl-C, or SIGTERM as `kill` or a timeout sends it): the batch under way is dropped, and the totals of
-    # what ran are reported and written as after a full run, marked interrupted.
+    # Stopped, the totals of what ran are reported and written as after a full run, marked interrupted. By SIGTERM
+    # (`kill`, or a timeout): no batch starts after it, the one under way ends. (An exception raised from the handler
+    # inside a Py4J call became a failed query that the run went on from: seed 51 ignored two.) By Ctrl-C: the batch
+    # under way is dropped.
     interrupted = False
+    stopping: list[int] = []
 
     def stop(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
+        stopping.append(signum)
 
     main_thread = threading.current_thread() is threading.main_thread()
     before = signal.signal(signal.SIGTERM, stop) if main_thread else None
@@ -922,7 +925,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
     try:
         def more() -> bool:
             late = bool(args.max_seconds) and time.perf_counter() - t0 > args.max_seconds
-            return (tot.queries < args.queries and not late
+            return (tot.queries < args.queries and not late and not stopping
                     and (args.rounds is None or number < args.start_round + args.rounds))
 
         while more() and not interrupted:
@@ -945,7 +948,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
             made.sort(key=lambda q: q[1])  # batches of one kind: a mixed union plans more slowly
             split = rnd.split_bytes()
             for b in range(0, n, args.batch):
-                if args.max_seconds and time.perf_counter() - t0 > args.max_seconds:
+                if stopping or (args.max_seconds and time.perf_counter() - t0 > args.max_seconds):
                     n = b
                     break
                 chunk = made[b:b + args.batch]
@@ -955,7 +958,13 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
                 confs = batch_settings(rnd.seed, tot.batches)
                 if "spark.sql.files.maxPartitionBytes" in confs:
                     confs["spark.sql.files.maxPartitionBytes"] = str(split)
-                run_batch(spark, rnd, chunk, mode, tot, log, confs)
+                try:
+                    run_batch(spark, rnd, chunk, mode, tot, log, confs)
+                except Exception:
+                    if not stopping:
+                        raise
+                    n = b  # a signal to the whole process group (timeout(1)) ended the JVM too: the batch is dropped
+                    break
                 tot.row_by_row += len(chunk) if "spark.sql.codegen.wholeStage" in confs else 0
                 for k in confs:
                     tot.settings[k] = tot.settings.get(k, 0) + len(chunk)
@@ -965,7 +974,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
                 if not lake:
                     setattr(tot, "v2" if v2 else "v1", getattr(tot, "v2" if v2 else "v1") + len(chunk))
             tot.by_format[rnd.t.fmt] = tot.by_format.get(rnd.t.fmt, 0) + n
-            if lake and args.dml:
+            if lake and args.dml and not stopping:
                 dml(spark, rnd, args.dml, tot, log)
             tot.rounds += 1
             elapsed = time.perf_counter() - t0
@@ -980,6 +989,10 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
             if args.keep_rounds == 0:
                 shutil.rmtree(rnd.work, ignore_errors=True)
             number += 1
+        if stopping:
+            interrupted = True
+            log(f"stopped by signal {stopping[0]} in round {number}: reporting the {tot.queries} queries of the "
+                "batches that ended")
     except KeyboardInterrupt:
         interrupted = True
         log(f"interrupted in round {number}: reporting the {tot.queries} queries of the batches that ended")
@@ -989,7 +1002,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
         try:
             spark.stop()
         except Exception:  # a signal to the whole process group (timeout(1)) has ended the JVM too
-            if not interrupted:
+            if not (interrupted or stopping):
                 raise
         shutil.rmtree(base, ignore_errors=True)
     wall = time.perf_counter() - t0

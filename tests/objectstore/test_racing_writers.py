@@ -116,8 +116,18 @@ def test_racing_writers_lose_no_version(spark: SparkSession, s3_proxy: Any, s3_s
 @pytest.mark.skipif(os.environ.get("SPARKBLOOM_RACING_BEFORE", "1") == "0", reason="SPARKBLOOM_RACING_BEFORE=0")
 def test_rename_commits_lose_versions(spark: SparkSession, s3_proxy: Any, s3_server: dict[str, str]) -> None:
     """The same race with the commit of before (a rename without overwrite: on S3A a check, a copy and a delete)
-    loses versions: the test above would catch a regression to it."""
-    r = race(spark, s3_proxy, s3_server, 2, int(os.environ.get("SPARKBLOOM_RACING_BEFORE_COMMITS", "16")), "rename")
-    assert r["failed"] == 0, r
+    loses versions: the test above would catch a regression to it.
+
+    A loss needs two writers' commits of one version to meet in the copy's window, which two writers of 8 writes
+    each do not always do: the clean-clone CI run of d370627 (a loaded machine) had 16 writes publish 16 versions, none
+    lost, where earlier runs lost some. So up to three races are run, and at least one must lose a version."""
+    results = []
+    for _ in range(3):
+        r = race(spark, s3_proxy, s3_server, 2, int(os.environ.get("SPARKBLOOM_RACING_BEFORE_COMMITS", "16")),
+                 "rename")
+        assert r["failed"] == 0, r
+        results.append({k: r[k] for k in ("writes", "published", "lost", "seconds")})
+        if r["lost"] > 0:
+            break
     # the next write's refresh lists the table and covers a lost version's files again: what is lost is versions
-    assert r["lost"] > 0, r
+    assert results[-1]["lost"] > 0, f"no version lost in {len(results)} races with rename commits: {results}"

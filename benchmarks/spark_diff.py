@@ -755,25 +755,24 @@ def copy_answer(spark: SparkSession, rnd: Round, sql: str, confs: dict[str, str]
     """The single-query batch ``sql`` with sparkbloom off over a copy of the round's table cached in memory (the
     table's name in the SQL swapped for a view of the copy): the answer where Spark fails on the table itself."""
     spark.conf.set("spark.sparkbloom.enabled", "false")
-    with settings(spark, confs):
-        copy = spark.sql(f"SELECT * FROM {rnd.t.ref}").cache()
-        try:
-            copy.count()
-            view = f"copy_of_{rnd.number}"
-            copy.createOrReplaceTempView(view)
-            return answer(spark, re.sub(rf"(?<![\w.`]){re.escape(rnd.t.ref)}(?![\w`])", view, sql), False,
-                          confs)[0]
-        except Exception as e:
-            return error_text(e)
-        finally:
-            copy.unpersist()
+    copy = spark.sql(f"SELECT * FROM {rnd.t.ref}").cache()
+    try:
+        copy.count()
+        view = f"copy_of_{rnd.number}"
+        copy.createOrReplaceTempView(view)
+        # `answer` sets `confs` for the query
+        return answer(spark, re.sub(rf"(?<![\w.`]){re.escape(rnd.t.ref)}(?![\w`])", view, sql), False, confs)[0]
+    except Exception as e:
+        return error_text(e)
+    finally:
+        copy.unpersist()
 
 
 # Spark settings a batch may run under (on both sides): each changes how Spark plans or reads, not the answer.
 SETTINGS: list[tuple[str, str]] = [
     ("spark.sql.parquet.enableVectorizedReader", "false"),  # parquet-java's row reader, not Spark's vectorized one
     ("spark.sql.parquet.filterPushdown", "false"),  # no Parquet row-group filters of Spark's own
-    # files split (row groups spread over several tasks): the value is the round's (Round.split_bytes)
+    # files split (row groups spread over several tasks): 64 KiB, or the round's size (batch_settings' `split`)
     ("spark.sql.files.maxPartitionBytes", "65536"),
     ("spark.sql.adaptive.enabled", "false"),
     ("spark.sql.autoBroadcastJoinThreshold", "-1"),  # shuffle joins: run-time keys from a subquery of their own
@@ -787,7 +786,7 @@ SETTINGS: list[tuple[str, str]] = [
 ]
 
 
-def batch_settings(seed: int, batch: int) -> dict[str, str]:
+def batch_settings(seed: int, batch: int, split: int = 65536) -> dict[str, str]:
     """The settings batch number ``batch`` runs under. Every fourth batch runs row by row (whole-stage code
     generation off, as Spark does for a stage wider than spark.sql.codegen.maxFields or whose code does not
     compile: filters are then interpreted on the executors, and a run-time filter's keys must reach them); any batch
@@ -796,7 +795,7 @@ def batch_settings(seed: int, batch: int) -> dict[str, str]:
     out = {"spark.sql.codegen.wholeStage": "false"} if batch % 4 == 1 else {}
     for k, v in SETTINGS:
         if st.random() < 0.2 and k not in out:
-            out[k] = v
+            out[k] = str(split) if k == "spark.sql.files.maxPartitionBytes" else v
     return out
 
 
@@ -955,9 +954,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
                 v2 = not lake and (number + b // args.batch) % 2 == 1  # V1 and V2 in turn
                 mode = rnd.t.fmt if lake else ("parquet-v2" if v2 else "parquet-v1")
                 rnd.views(v2)
-                confs = batch_settings(rnd.seed, tot.batches)
-                if "spark.sql.files.maxPartitionBytes" in confs:
-                    confs["spark.sql.files.maxPartitionBytes"] = str(split)
+                confs = batch_settings(rnd.seed, tot.batches, split)
                 try:
                     run_batch(spark, rnd, chunk, mode, tot, log, confs)
                 except Exception:

@@ -27,17 +27,23 @@ object IndexManager {
     val cols = IndexColumns.resolve(t, columns, opts)
     val dir = indexDir(spark, t, name)
     val fs = dir.getFileSystem(spark.sessionState.newHadoopConf())
-    IndexStore.latestMeta(fs, dir)._1 match {
+    // one listing of the commits for both questions (three requests on an object store, for an index not there yet)
+    val (existing, problems, versions) = IndexStore.latestMetaAndVersions(fs, dir)
+    existing match {
       case Some(_) if ifNotExists => return describe(spark, t, name)
       case Some(_) => throw new BloomIndexException(s"Bloom index $name already exists on ${t.display}")
       case None =>
     }
-    val next = IndexStore.versions(fs, dir).headOption.getOrElse(0L) + 1
+    val next = versions.headOption.getOrElse(0L) + 1
     val listing = t.listing()
-    buildVersion(spark, t, dir, name, cols, opts, next, listing, None)
-    // The table as just listed for the build: listing it again would only repeat that work.
-    describe(spark, t, name, listed = Some(listing))
+    val committed = buildVersion(spark, t, dir, name, cols, opts, next, listing, None, created = true)
+    // The table as just listed for the build, and the commit just made: listing and reading them again would only
+    // repeat that work (round trips on an object store).
+    describeWith(spark, t, name, verify = false, Some(listing), Some(Committed(committed, problems, versions.size + 1)))
   }
+
+  /** A commit [[describe]] is told of instead of listing the commits: its problems and the versions kept. */
+  private case class Committed(meta: IndexMeta, problems: Seq[String], versionsKept: Int)
 
   def drop(spark: SparkSession, t: ResolvedTable, name: String, ifExists: Boolean): Boolean = {
     val dir = indexDir(spark, t, name)
@@ -397,11 +403,16 @@ object IndexManager {
 
   /** `verify`: also read every run and check its CRC (indexes that fit `spark.sparkbloom.cache.maxBytes`). */
   def describe(spark: SparkSession, t: ResolvedTable, name: String, verify: Boolean = false,
-               listed: Option[TableListing] = None): IndexDescription = {
+               listed: Option[TableListing] = None): IndexDescription =
+    describeWith(spark, t, name, verify, listed, None)
+
+  private def describeWith(spark: SparkSession, t: ResolvedTable, name: String, verify: Boolean,
+                           listed: Option[TableListing], committed: Option[Committed]): IndexDescription = {
     val dir = indexDir(spark, t, name)
     val conf = spark.sessionState.newHadoopConf()
     val fs = dir.getFileSystem(conf)
-    val (metaOpt, commitProblems) = IndexStore.latestMeta(fs, dir)
+    val (metaOpt, commitProblems) =
+      committed.map(c => (Option(c.meta), c.problems)).getOrElse(IndexStore.latestMeta(fs, dir))
     val meta = metaOpt.getOrElse(throw new BloomIndexException(s"Bloom index $name does not exist on ${t.display}"))
     val loaded = IndexStore.load(fs, conf, dir, meta)
     val l = loaded.layout
@@ -418,7 +429,8 @@ object IndexManager {
       commitProblems ++ loaded.problems ++ (if (verify) IndexStore.verify(fs, loaded) else IndexCache.damageOf(dir)),
       meta.falseReadsPerKey, meta.columns.map(_.policy.describe), meta.maxBitsPerValue,
       meta.columnStats.getOrElse(Nil), SkippingLog.usageOf(dir.toString), meta.tableSnapshot, listing.snapshot,
-      l.describeLevels, meta.maintainOnWrite.getOrElse(true), IndexStore.versions(fs, dir).size,
+      l.describeLevels, meta.maintainOnWrite.getOrElse(true),
+      committed.map(_.versionsKept).getOrElse(IndexStore.versions(fs, dir).size),
       (l.segments.iterator ++ l.summaries.segments.iterator).map(_.file).toSet.size, CommitStore.of(fs).describe)
   }
 
@@ -428,7 +440,7 @@ object IndexManager {
                            opts: TableOptions, version: Long, listing: TableListing,
                            previous: Option[IndexVersion], rebuild: Set[String] = Set.empty,
                            harvest: Option[Boolean] = None, rowGroupsPerTask: Option[Int] = None,
-                           rebase: Boolean = false): Unit = {
+                           rebase: Boolean = false, created: Boolean = false): IndexMeta = {
     val files = listing.files
     val conf = spark.sessionState.newHadoopConf()
     val fs = dir.getFileSystem(conf)
@@ -472,13 +484,22 @@ object IndexManager {
       val meta = IndexMeta(name, t.display, t.root.toString, cols, opts.fpp, opts.ndv, version, 0L, dataDirName,
         0, 0, 0, 0, 0, 0, opts.falseReadsPerKey, if (opts.fppPerFile) Some(IndexedColumn.FileScope) else None,
         tableSnapshot = listing.snapshot, maintainOnWrite = opts.maintainOnWrite)
-      if (!rebase) commitLayout(spark, fs, dir, meta, layout, dataDirName)
-      else commitRebasing(spark, fs, dir, meta, layout, dataDirName, cols.map(_.name), stats)
-      // this version covers the listing it was built from
-      try fs.delete(new Path(dir, NeedsRefresh), false)
-      catch { case NonFatal(_) => }
-      cleanOldVersions(fs, dir,
-        keep = Set(dataDirName) ++ previous.toSeq.flatMap(p => p.meta.referencedDirs.getOrElse(Nil) :+ p.meta.dataDir))
+      val committed =
+        if (!rebase) commitLayout(spark, fs, dir, meta, layout, dataDirName)
+        else commitRebasing(spark, fs, dir, meta, layout, dataDirName, cols.map(_.name), stats)
+      // This version covers the listing it was built from. A new index has no mark to clear: a write marks only an
+      // index it found committed, so a mark there now is a write's since this commit, and stays.
+      if (!created) {
+        try fs.delete(new Path(dir, NeedsRefresh), false)
+        catch { case NonFatal(_) => }
+      }
+      // housekeeping the statement need not wait for (on a remote store after it returns: three or four requests)
+      StoreFiles.inBackground(fs) {
+        cleanOldVersions(fs, dir,
+          keep =
+            Set(dataDirName) ++ previous.toSeq.flatMap(p => p.meta.referencedDirs.getOrElse(Nil) :+ p.meta.dataDir))
+      }
+      committed
     } catch {
       case NonFatal(e) =>
         try fs.delete(dataDir, true)
@@ -496,11 +517,11 @@ object IndexManager {
    * conflict is raised as before.
    */
   private def commitRebasing(spark: SparkSession, fs: FileSystem, dir: Path, meta: IndexMeta, layout: Layout,
-                             dataDirName: String, columns: Seq[String], built: BuildStats): Unit = {
+                             dataDirName: String, columns: Seq[String], built: BuildStats): IndexMeta = {
     var (m, l, attempt) = (meta, layout, 0)
     beforeOptimizeCommit()
     while (true) {
-      try { commitLayout(spark, fs, dir, m, l, dataDirName, keepOnFailure = true); return }
+      try return commitLayout(spark, fs, dir, m, l, dataDirName, keepOnFailure = true)
       catch {
         case e: ConcurrentIndexUpdateException if attempt < RebaseAttempts =>
           attempt += 1
@@ -522,6 +543,7 @@ object IndexManager {
           m = newest.copy(version = newest.version + 1)
       }
     }
+    throw new IllegalStateException("unreachable: the loop returns or throws")
   }
   val RebaseAttempts = 5
   /** Runs once before OPTIMIZE first tries to commit (tests: a write that commits in between). */

@@ -78,9 +78,22 @@ object IndexStore {
   }
 
   /** The newest readable commit's metadata, with the problems met on the way. */
-  def latestMeta(fs: FileSystem, indexDir: Path): (Option[IndexMeta], Seq[String]) = {
+  def latestMeta(fs: FileSystem, indexDir: Path): (Option[IndexMeta], Seq[String]) =
+    latestOf(fs, indexDir, commits(fs, indexDir))
+
+  /**
+   * [[latestMeta]] and the committed versions, highest first ([[versions]]), from one listing of the commits (on an
+   * object store a listing of a missing directory is three requests: CREATE asks both of an index not there yet).
+   */
+  def latestMetaAndVersions(fs: FileSystem, indexDir: Path): (Option[IndexMeta], Seq[String], Seq[Long]) = {
+    val listed = commits(fs, indexDir)
+    val (meta, problems) = latestOf(fs, indexDir, listed)
+    (meta, problems, listed.map(_._1))
+  }
+
+  private def latestOf(fs: FileSystem, indexDir: Path, listed: Seq[(Long, Long)]): (Option[IndexMeta], Seq[String]) = {
     val problems = mutable.Buffer[String]()
-    for ((v, length) <- commits(fs, indexDir)) {
+    for ((v, length) <- listed) {
       try {
         val m = readMeta(fs, indexDir, v, length)
         if (m.version != v) throw new IllegalStateException(s"commit $v claims version ${m.version}")

@@ -9,6 +9,7 @@ lookup of a key the write added reads one file.
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -152,6 +153,46 @@ def test_index_root_on_another_bucket(spark: SparkSession, parquet_table: str) -
         assert not p.getFileSystem(spark._jsc.hadoopConfiguration()).exists(p), "nothing under the table root"
     finally:
         spark.conf.unset("spark.sparkbloom.index.root")
+
+
+def test_one_index_listing_after_the_listing_ttl(spark: SparkSession, s3_proxy: Any, parquet_table: str) -> None:
+    """Once `spark.sparkbloom.index.listingTtl` has passed, a lookup and a maintained write list the table's indexes
+    in one request: a flat LIST of `_sparkbloom/` gives every index's directory and commits (listing by directories
+    took a LIST of `_sparkbloom/` and one of each index's `_commits/`: 3 here, with two indexes)."""
+    t = f"parquet.`{parquet_table}`"
+    spark.sql(f"CREATE BLOOM INDEX bk ON {t} (k)")
+    spark.sql(f"CREATE BLOOM INDEX bi ON {t} (id)")
+    ttl_ms = 1500
+    spark.conf.set("spark.sparkbloom.index.listingTtl", f"{ttl_ms}ms")
+
+    def index_lists() -> list[str]:
+        return [x[3] for x in s3_proxy.log() if x[2] == "index" and x[1] == "LIST"]
+
+    def index_log() -> list[list[Any]]:  # every index request since the reset, for a failure's message
+        return [x for x in s3_proxy.log() if x[2] == "index"]
+
+    try:
+        for key in (1234, KEYS + 3):
+            time.sleep(ttl_ms / 1000 + 0.2)
+            s3_proxy.reset()
+            rows, rec = compare(spark, lambda key=key: spark.read.parquet(parquet_table).where(f"k = 'k-{key}'"))
+            assert len(rows) == 1 and files_read(rec) == 1, rec
+            lists = index_lists()
+            assert len(lists) == 1 and "delimiter" not in lists[0], index_log()
+            # a maintained append after the TTL: one listing too (and the lookup above is on it the next time round)
+            time.sleep(ttl_ms / 1000 + 0.2)
+            s3_proxy.reset()
+            keys_df(spark, KEYS if key == 1234 else KEYS + 100, 100, 1).write.mode("append").parquet(parquet_table)
+            settle(spark)
+            lists = index_lists()
+            assert len(lists) == 1 and "delimiter" not in lists[0], index_log()
+        for name in ("bk", "bi"):
+            d = describe(spark, name, t)
+            assert d["Files Not Covered"] == "0" and d["Problems"] == "none", (name, d)
+        rows, rec = compare(spark, lambda: spark.read.parquet(parquet_table).where(f"id = {KEYS + 150}"))
+        assert len(rows) == 1 and files_read(rec) == 1, rec
+    finally:
+        spark.conf.unset("spark.sparkbloom.index.listingTtl")
 
 
 def test_harvest_of_duckdb_filters_on_the_object_store(spark: SparkSession, tmp_path: Path,

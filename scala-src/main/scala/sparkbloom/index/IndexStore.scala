@@ -125,17 +125,69 @@ object IndexStore {
   private val indexDirsSeen = new java.util.concurrent.ConcurrentHashMap[String, Remembered[Seq[Path]]]()
   private val newestSeen = new java.util.concurrent.ConcurrentHashMap[String, Remembered[IndexMeta]]()
 
+  /**
+   * Each index's commits as the last flat listing of its table's indexes found them (below), for the lookup of its
+   * newest commit that follows within [[FreshForMs]]; taken once.
+   */
+  private val commitsListed = new java.util.concurrent.ConcurrentHashMap[String, Remembered[Seq[(Long, Long)]]]()
+  /** Per table's `_sparkbloom/`: the keys its last flat listing returned and the index directories in them. */
+  private val flatListed = new java.util.concurrent.ConcurrentHashMap[String, (Int, Int)]()
+  /** Keys in one page of an S3 listing (ListObjectsV2's most). */
+  val ListingPageKeys = 1000
+
   /** The index directories under `base` (a table's `_sparkbloom/`); none when it does not exist. */
   def indexDirs(fs: FileSystem, base: Path, ttlMs: Long): Seq[Path] = {
     val now = System.currentTimeMillis()
     Option(indexDirsSeen.get(base.toString)).filter(r => ttlMs > 0 && now - r.listedAt < ttlMs).map(_.value)
       .getOrElse {
-        val dirs =
+        val dirs = flatListing(fs, base, now).getOrElse(
           try fs.listStatus(base).toSeq.filter(_.isDirectory).map(_.getPath)
-          catch { case _: java.io.FileNotFoundException => Nil }
+          catch { case _: java.io.FileNotFoundException => Nil })
         if (ttlMs > 0) indexDirsSeen.put(base.toString, Remembered(dirs, now))
         dirs
       }
+  }
+
+  /**
+   * On S3A: the index directories under `base` and each one's commits, from one flat listing of every key under
+   * `base` (S3A's recursive `listFiles`: a LIST without a delimiter, a thousand keys a page). A listing by
+   * directories is a LIST of `base` and then one of each index's `_commits/` for its newest commit; the flat one
+   * answers both, in one request while the indexes hold fewer than a thousand keys (a few per version, old versions
+   * cleaned every 8 commits). Where the last flat listing of `base` took more pages than the listing by directories
+   * would have made requests, None: the caller lists by directories. Also None on any error but a missing `base`.
+   */
+  private def flatListing(fs: FileSystem, base: Path, now: Long): Option[Seq[Path]] = {
+    val pages = Option(flatListed.get(base.toString))
+      .map { case (keys, dirs) => (keys + ListingPageKeys - 1) / ListingPageKeys <= 1 + dirs }
+    if (fs.getScheme != "s3a" || pages.contains(false)) return None
+    try {
+      val basePath = fs.makeQualified(base)
+      val prefix = basePath.toUri.getPath.stripSuffix("/") + "/"
+      val commits = mutable.LinkedHashMap[String, mutable.Buffer[(Long, Long)]]()
+      var keys = 0
+      val it = fs.listFiles(basePath, true)
+      while (it.hasNext) {
+        val st = it.next()
+        keys += 1
+        val rel = st.getPath.toUri.getPath.stripPrefix(prefix).split('/')
+        if (rel.length >= 2 && rel(0).nonEmpty) {
+          val found = commits.getOrElseUpdate(rel(0), mutable.Buffer())
+          val n = rel(rel.length - 1)
+          if (rel.length == 3 && rel(1) == CommitsDir && n.endsWith(".json") && n.length > 5 &&
+            n.dropRight(5).forall(_.isDigit))
+            found += n.dropRight(5).toLong -> st.getLen
+        }
+      }
+      flatListed.put(base.toString, (keys, commits.size))
+      Some(commits.toSeq.map { case (name, found) =>
+        val dir = new Path(basePath, name)
+        commitsListed.put(dir.toString, Remembered(found.toSeq.sortBy(-_._1), now))
+        dir
+      })
+    } catch {
+      case _: java.io.FileNotFoundException => Some(Nil)
+      case NonFatal(e) => log.warn(s"sparkbloom: flat listing of $base failed, listing by directories: $e"); None
+    }
   }
 
   /** The newest readable commit of `indexDir` for a lookup, with the problems met when it was listed. */
@@ -148,7 +200,9 @@ object IndexStore {
         if (now - r.checkedAt >= FreshForMs) newestSeen.replace(indexDir.toString, r, r.copy(checkedAt = now))
         (Some(r.value), Nil)
       case _ =>
-        val found = latestMeta(fs, indexDir)
+        // the commits a flat listing of the table's indexes just found, or a listing of them
+        val found = Option(commitsListed.remove(indexDir.toString)).filter(r => now - r.listedAt < FreshForMs)
+          .map(r => latestOf(fs, indexDir, r.value)).getOrElse(latestMeta(fs, indexDir))
         found._1 match {
           case Some(m) if ttlMs > 0 => newestSeen.put(indexDir.toString, Remembered(m, now, now))
           case _ => newestSeen.remove(indexDir.toString)
@@ -165,11 +219,14 @@ object IndexStore {
   /** Forgets what lookups remember of `indexDir` and of its table's list of indexes (a drop, a vacuum, damage). */
   def forget(indexDir: Path): Unit = {
     newestSeen.remove(indexDir.toString)
+    commitsListed.remove(indexDir.toString)
     indexDirsSeen.remove(indexDir.getParent.toString)
   }
 
   /** Everything lookups remember, and every loaded version and run (benchmarks: a cold lookup). */
-  def clearCaches(): Unit = { newestSeen.clear(); indexDirsSeen.clear(); IndexCache.clear() }
+  def clearCaches(): Unit = {
+    newestSeen.clear(); indexDirsSeen.clear(); commitsListed.clear(); flatListed.clear(); IndexCache.clear()
+  }
 
   /**
    * Publishes a version through the store's [[CommitStore]]; fails with [[ConcurrentIndexUpdateException]] if it was
@@ -185,6 +242,7 @@ object IndexStore {
       // lookups in this JVM see the new version (and a new index) at once
       val now = System.currentTimeMillis()
       newestSeen.put(indexDir.toString, Remembered(meta, now, now))
+      commitsListed.remove(indexDir.toString)
       // the table's list of indexes as remembered stays right unless this commit made a new index (the next write
       // into the table then need not list it again)
       val parent = indexDir.getParent.toString

@@ -127,7 +127,10 @@ object MaintainOnWrite extends Logging {
         val hadoop = session.sessionState.newHadoopConfWithOptions(cmd.options)
         val dir = IndexStore.indexesDir(cmd.outputPath, BloomConf.indexRoot(session))
         val fs = dir.getFileSystem(hadoop)
-        val metas = indexNames(session, cmd.outputPath).flatMap(n => IndexStore.latestMeta(fs, new Path(dir, n))._1)
+        // the newest commits as indexNames found them (no listing of their commits again)
+        val ttl = BloomConf.lookupListingTtlMs(session, fs)
+        val metas =
+          indexNames(session, cmd.outputPath).flatMap(n => IndexStore.newestForLookup(fs, new Path(dir, n), ttl)._1)
         // Row groups are sized for the distinct count of the table's row groups so far (the 90th percentile of their
         // rows: exact for unique keys), which parquet-java cannot learn until a row group is written.
         val rowsPerRowGroup = metas.headOption.map { m =>

@@ -60,11 +60,13 @@ object IndexStore {
     // listed without asking first whether it exists (on S3A that is a HEAD and a LIST more)
     val listed = try fs.listStatus(dir).toSeq
     catch { case _: java.io.FileNotFoundException => Nil }
-    listed.map(st => st.getPath.getName -> st.getLen).collect {
-      case (n, len) if n.endsWith(".json") && n.dropRight(5).forall(_.isDigit) && n.length > 5 =>
-        n.dropRight(5).toLong -> len
-    }.sortBy(-_._1)
+    listed.flatMap(st => commitVersion(st.getPath.getName).map(_ -> st.getLen)).sortBy(-_._1)
   }
+
+  /** The version a file in `_commits/` commits (`<N>.json`), if it is a commit's name. */
+  private def commitVersion(name: String): Option[Long] =
+    if (name.endsWith(".json") && name.length > 5 && name.dropRight(5).forall(_.isDigit)) Some(name.dropRight(5).toLong)
+    else None
 
   /** Version `version`'s commit (tests call it through py4j, which knows no default arguments). */
   def readMeta(fs: FileSystem, indexDir: Path, version: Long): IndexMeta = readMeta(fs, indexDir, version, -1L)
@@ -172,10 +174,7 @@ object IndexStore {
         val rel = st.getPath.toUri.getPath.stripPrefix(prefix).split('/')
         if (rel.length >= 2 && rel(0).nonEmpty) {
           val found = commits.getOrElseUpdate(rel(0), mutable.Buffer())
-          val n = rel(rel.length - 1)
-          if (rel.length == 3 && rel(1) == CommitsDir && n.endsWith(".json") && n.length > 5 &&
-            n.dropRight(5).forall(_.isDigit))
-            found += n.dropRight(5).toLong -> st.getLen
+          if (rel.length == 3 && rel(1) == CommitsDir) commitVersion(rel(2)).foreach(v => found += v -> st.getLen)
         }
       }
       flatListed.put(base.toString, (keys, commits.size))

@@ -61,6 +61,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--out", help="result file (default benchmarks/results/objectstore-<stamp>.json)")
     p.add_argument("--img-dir", default=str(ROOT / "docs" / "img"), help="where the plots go ('' for none)")
     p.add_argument("--prefix", default="bench-os", help="key prefix of the tables in the bucket")
+    p.add_argument("--built-in100", action="store_true",
+                   help="also IN of 100 keys against an index built by a scan to the budget, not harvested")
+    p.add_argument("--plot-files", metavar="A.json,B.json",
+                   help="only plot: each figure against the table's files, from result files of runs at other --files")
     p.add_argument("--writes-only", action="store_true",
                    help="only the appends, maintained against plain, at 20 ms (and the tables and index they need)")
     a = p.parse_args(argv)
@@ -200,8 +204,10 @@ class Meter:
             by_method[method] = by_method.get(method, 0) + 1
         data_files = sum(1 for _, m, c, t in reqs if c == "data" and ".parquet" in t.split("?")[0])
         index_lists = sum(1 for _, m, c, _t in reqs if c == "index" and m == "LIST")
+        files_read = len({t.split("?")[0] for _, m, c, t in reqs if c == "data" and ".parquet" in t.split("?")[0]})
         return {"ms": ms, "rows": rows, "requests": len(reqs), "by_class": by_class, "by_method": by_method,
-                "data_file_requests": data_files, "index_lists": index_lists, "log": reqs}
+                "data_file_requests": data_files, "data_files_touched": files_read, "index_lists": index_lists,
+                "log": reqs}
 
 
 def norm(rows: Any) -> list[tuple[Any, ...]]:
@@ -309,6 +315,9 @@ def find_files(spark: Any, path: str, us: list[str]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.plot_files:
+        plot_files([json.loads(Path(f).read_text()) for f in args.plot_files.split(",")], args.img_dir)
+        return 0
     env = server_env()
     s3 = boto(env)
     bucket = env.get("SPARKBLOOM_S3_BUCKET", "sparkbloom")
@@ -386,6 +395,11 @@ def main(argv: list[str] | None = None) -> int:
                 listing[which] = r
             result["listing_requests_indexed"] = listing["indexed"]["requests"]
             result["listing_requests_plain"] = listing["plain"]["requests"]
+            # what each listing asked for: whether Spark looked inside _sparkbloom/ (index requests), and which
+            # page of the root's listing the index's one entry (the common prefix _sparkbloom/) fell on
+            for which in ("indexed", "plain"):
+                result[f"listing_log_{which}"] = [x[1:] for x in listing[which]["log"]]
+            result["listing_index_requests"] = listing["indexed"]["by_class"].get("index", 0)
 
             # ---- per latency: point lookups (warm, cold, floor, off), absent key, IN 100, join 24
             per_latency: dict[str, Any] = {}
@@ -417,6 +431,40 @@ def main(argv: list[str] | None = None) -> int:
                 per_latency[f"{lat:g}"] = L
             result["per_latency"] = per_latency
 
+            # ---- IN of 100 keys against an index sparkbloom builds to its false-read budget (a scan of the
+            # columns), not harvested from the writer's filters (parquet-java's, fpp 0.01: their false reads grow
+            # with the table); the harvested index is made again afterwards for the appends
+            if args.built_in100:
+                proxy.configure(latency_ms=lat_main, bandwidth_mbps=args.bandwidth_mbps)
+                meter.index_on(True)
+                want = norm(spark.sql(f"SELECT * FROM {tbl} WHERE k IN ({keys100})").collect())  # harvested, checked
+                spark.sql(f"DROP BLOOM INDEX IF EXISTS bx ON {tbl}")
+                spark.conf.set("spark.sparkbloom.harvest.enabled", "false")
+                try:
+                    built = meter.run(lambda: spark.sql(f"CREATE BLOOM INDEX bx ON {tbl} (k, u)").collect())
+                    desc_b = {row[0]: str(row[1]) for row in spark.sql(f"DESCRIBE BLOOM INDEX bx ON {tbl}").collect()}
+                    runs_b = []
+                    for _ in range(max(2, args.runs // 2)):
+                        r = meter.run(lambda: spark.sql(f"SELECT * FROM {tbl} WHERE k IN ({keys100})").collect())
+                        if norm(r["rows"]) != want:
+                            raise SystemExit("WRONG ANSWER: IN 100 with the built index differs from the harvested")
+                        runs_b.append(r)
+                finally:
+                    spark.conf.unset("spark.sparkbloom.harvest.enabled")
+                    spark.sql(f"DROP BLOOM INDEX IF EXISTS bx ON {tbl}")
+                    spark.sql(f"CREATE BLOOM INDEX bx ON {tbl} (k, u)")
+                L = per_latency[f"{lat_main:g}"]
+                result["built_in100"] = {
+                    "build_ms": built["ms"], "build_requests": built["requests"], "describe": desc_b,
+                    "on_ms": med([r["ms"] for r in runs_b]), "on_requests": med([r["requests"] for r in runs_b]),
+                    "files_touched": med([r["data_files_touched"] for r in runs_b]),
+                    "harvested_files_touched": L["in100"]["on"]["data_files_touched"],
+                    "off_files_touched": L["in100"]["off"]["data_files_touched"],
+                }
+                log(f"IN 100 with a built index: {result['built_in100']['on_ms']:.0f} ms, "
+                    f"{result['built_in100']['files_touched']:.0f} files (harvested: "
+                    f"{result['built_in100']['harvested_files_touched']})")
+
         # ---- appends: maintained (indexed table) against plain (the copy), alternating
         proxy.configure(latency_ms=lat_main, bandwidth_mbps=args.bandwidth_mbps)
         jvm = spark._jvm  # type: ignore[attr-defined]
@@ -446,8 +494,21 @@ def main(argv: list[str] | None = None) -> int:
         result["write_ms_plain"] = med(plain_w)
         result["write_background_ms"] = med(awaited)
         result["write_index_lists"] = max(lists)
+        # Spark's listing again, now that the appends have moved both tables off a multiple of S3's 1,000-key page
+        if not args.writes_only:
+            for which, p in (("indexed", path), ("plain", plain_path)):
+                meter.index_on(False)
+                r = meter.run(lambda: spark.read.schema("k bigint, u string, v int").parquet(p).inputFiles())
+                meter.index_on(True)
+                result[f"listing_requests_{which}_after_writes"] = r["requests"]
+                result[f"listing_files_{which}_after_writes"] = len(r["rows"])
         desc = {row[0]: row[1] for row in spark.sql(f"DESCRIBE BLOOM INDEX bx ON {tbl}").collect()}
         result["describe_after_writes"] = {k: str(v) for k, v in desc.items()}
+        # the keys a flat listing of the table root pages through: the data's and the index's (S3A lists a root
+        # without a delimiter, 1,000 keys a page, and Spark drops _sparkbloom/ only after the listing)
+        under = keys_under(s3, bucket, name + "/")
+        result["keys_index_after_writes"] = sum(1 for k in under if "/_sparkbloom/" in k)
+        result["keys_data_after_writes"] = len(under) - result["keys_index_after_writes"]
 
         # ---- cold lookup on the big table
         if args.big_files and not args.writes_only:
@@ -509,6 +570,8 @@ def main(argv: list[str] | None = None) -> int:
             "harvest/scan": result["harvest_ms"] / result["scan_ms"],
             "write_maintained/plain": result["write_ms_maintained"] / result["write_ms_plain"],
         }
+        if "built_in100" in result:
+            result["ratios"]["in100_off/on_built_index"] = result["in100_ms_off"] / result["built_in100"]["on_ms"]
     finally:
         spark.stop()
         proxy.stop()
@@ -570,6 +633,74 @@ def plot(result: dict[str, Any], img_dir: str, stem: str) -> None:
     ax.legend(fontsize=7)
     fig.tight_layout()
     out = os.path.join(img_dir, f"{stem}.png")
+    fig.savefig(out, dpi=110)
+    log(f"plot: {out}")
+
+
+def plot_files(results: list[dict[str, Any]], img_dir: str) -> None:
+    """Each figure of runs at different table sizes (their main latency, which must be the same) against the
+    table's files, log-log: time per query on the left, requests per query on the right."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    results = sorted(results, key=lambda r: r["files"])
+    lats = {r["latency_ms"] for r in results}
+    if len(lats) != 1:
+        raise SystemExit(f"runs at different main latencies: {sorted(lats)}")
+    files = [r["files"] for r in results]
+
+    def lat_of(r: dict[str, Any]) -> dict[str, Any]:
+        return r["per_latency"][f"{r['latency_ms']:g}"]  # type: ignore[no-any-return]
+
+    ms = {  # label -> (value of a run, style)
+        "point on": (lambda r: r["point_ms_on"], "o-", "tab:green"),
+        "point floor": (lambda r: r["point_ms_floor"], "o--", "tab:gray"),
+        "point off": (lambda r: r["point_ms_off"], "o-", "tab:red"),
+        "point cold": (lambda r: lat_of(r)["point"]["cold_ms"], "o:", "tab:olive"),
+        "IN 100 on": (lambda r: r["in100_ms_on"], "s-", "tab:blue"),
+        "IN 100 off": (lambda r: r["in100_ms_off"], "s-", "tab:orange"),
+        "IN 100 on, built index": (lambda r: r.get("built_in100", {}).get("on_ms", float("nan")), "s:", "navy"),
+        "join 24 on": (lambda r: r["join_ms_on"], "^-", "tab:cyan"),
+        "join 24 off": (lambda r: r["join_ms_off"], "^-", "tab:brown"),
+        "harvest": (lambda r: r["harvest_ms"], "D-", "tab:purple"),
+        "scan": (lambda r: r["scan_ms"], "D--", "tab:pink"),
+        "append maintained": (lambda r: r["write_ms_maintained"], "v-", "black"),
+        "append plain": (lambda r: r["write_ms_plain"], "v--", "dimgray"),
+    }
+    reqs = {
+        "point on": (lambda r: r["point_requests_on"], "o-", "tab:green"),
+        "point floor": (lambda r: r["point_requests_floor"], "o--", "tab:gray"),
+        "point off": (lambda r: r["point_requests_off"], "o-", "tab:red"),
+        "point index, cold": (lambda r: max(r["point_index_requests_cold"], 0.5), "o:", "tab:olive"),
+        "IN 100 on": (lambda r: lat_of(r)["in100"]["on_requests_median"], "s-", "tab:blue"),
+        "IN 100 off": (lambda r: lat_of(r)["in100"]["off_requests_median"], "s-", "tab:orange"),
+        "IN 100 on, built index": (lambda r: r.get("built_in100", {}).get("on_requests", float("nan")), "s:",
+                                   "navy"),
+        "join 24 on": (lambda r: lat_of(r)["join"]["on_requests_median"], "^-", "tab:cyan"),
+        "join 24 off": (lambda r: lat_of(r)["join"]["off_requests_median"], "^-", "tab:brown"),
+        "harvest": (lambda r: r["harvest_requests"], "D-", "tab:purple"),
+        "scan": (lambda r: r["scan_requests"], "D--", "tab:pink"),
+        "append maintained": (lambda r: r["write_requests_maintained"], "v-", "black"),
+        "append plain": (lambda r: r["write_requests_plain"], "v--", "dimgray"),
+        "Spark's listing, indexed": (lambda r: r["listing_requests_indexed"], "x-", "tab:green"),
+        "Spark's listing, plain": (lambda r: r["listing_requests_plain"], "x--", "tab:red"),
+    }
+    fig, axes = plt.subplots(1, 2, figsize=(12, 6.2))
+    for ax, series, ylabel in ((axes[0], ms, "ms (median)"), (axes[1], reqs, "requests per query")):
+        for label, (get, style, color) in series.items():
+            ax.plot(files, [get(r) for r in results], style, label=label, color=color)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("files in the table (one row group each)")
+        ax.set_ylabel(ylabel)
+        ax.legend(fontsize=7, ncol=3, loc="upper center", bbox_to_anchor=(0.5, -0.13))
+    axes[0].set_title(f"time against table size, {results[0]['latency_ms']:g} ms first-byte latency")
+    axes[1].set_title("requests against table size (the point index at 0 drawn at 0.5)")
+    fig.tight_layout()
+    os.makedirs(img_dir, exist_ok=True)
+    out = os.path.join(img_dir, "objectstore-files.png")
     fig.savefig(out, dpi=110)
     log(f"plot: {out}")
 

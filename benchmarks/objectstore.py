@@ -63,6 +63,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--prefix", default="bench-os", help="key prefix of the tables in the bucket")
     p.add_argument("--built-in100", action="store_true",
                    help="also IN of 100 keys against an index built by a scan to the budget, not harvested")
+    p.add_argument("--built-only", action="store_true",
+                   help="only the lookups with a built index (--built-in100's), on the tables of an earlier run")
     p.add_argument("--plot-files", metavar="A.json,B.json",
                    help="only plot: each figure against the table's files, from result files of runs at other --files")
     p.add_argument("--writes-only", action="store_true",
@@ -313,6 +315,58 @@ def find_files(spark: Any, path: str, us: list[str]) -> None:
     spark.conf.set("spark.sparkbloom.enabled", "true")
 
 
+def measure_built(spark: Any, meter: Meter, tbl: str, keys100: str, placement: dict[str, str], ids: list[str],
+                  runs: int) -> dict[str, Any]:
+    """Point lookups and the IN of 100 keys against an index built by a scan to sparkbloom's false-read budget, in
+    place of the harvested one (made again afterwards). Rows are checked against the same queries with the harvested
+    index (IN 100, checked against the index off by the paired runs) and with Spark told the key's one file (points)."""
+    meter.index_on(True)
+    want_in = norm(spark.sql(f"SELECT * FROM {tbl} WHERE k IN ({keys100})").collect())
+    meter.index_on(False)
+    want_point = {u: norm(spark.sql(f"SELECT * FROM {tbl} WHERE u = '{u}' AND _metadata.file_name = '{FILES[u]}'")
+                          .collect()) for u in (placement[ids[i + 1]] for i in range(runs))}
+    meter.index_on(True)
+    spark.sql(f"DROP BLOOM INDEX IF EXISTS bx ON {tbl}")
+    spark.conf.set("spark.sparkbloom.harvest.enabled", "false")
+    try:
+        built = meter.run(lambda: spark.sql(f"CREATE BLOOM INDEX bx ON {tbl} (k, u)").collect())
+        desc = {row[0]: str(row[1]) for row in spark.sql(f"DESCRIBE BLOOM INDEX bx ON {tbl}").collect()}
+        spark.sql(f"SELECT * FROM {tbl} WHERE u = '{placement[ids[0]]}'").collect()  # loads the index
+        points = []
+        for i in range(runs):
+            u = placement[ids[i + 1]]
+            r = meter.run(lambda: spark.sql(f"SELECT * FROM {tbl} WHERE u = '{u}'").collect())
+            if norm(r["rows"]) != want_point[u]:
+                raise SystemExit(f"WRONG ANSWER: u = '{u}' with the built index: {r['rows']!r}")
+            points.append(r)
+        absent = [meter.run(lambda: spark.read.schema("k bigint, u string, v int").parquet(tbl[len("parquet.`"):-1])
+                            .where(f"k = {absent_key(j)}").collect()) for j in range(1, 4)]
+        if any(a["rows"] for a in absent):
+            raise SystemExit("WRONG ANSWER: rows for an absent key")
+        ins = []
+        for _ in range(max(2, runs // 2)):
+            r = meter.run(lambda: spark.sql(f"SELECT * FROM {tbl} WHERE k IN ({keys100})").collect())
+            if norm(r["rows"]) != want_in:
+                raise SystemExit("WRONG ANSWER: IN 100 with the built index differs from the harvested")
+            ins.append(r)
+    finally:
+        spark.conf.unset("spark.sparkbloom.harvest.enabled")
+        spark.sql(f"DROP BLOOM INDEX IF EXISTS bx ON {tbl}")
+        spark.sql(f"CREATE BLOOM INDEX bx ON {tbl} (k, u)")
+    out = {
+        "build_ms": built["ms"], "build_requests": built["requests"], "describe": desc,
+        "point_ms": med([r["ms"] for r in points]), "point_requests": med([r["requests"] for r in points]),
+        "point_files_touched": med([r["data_files_touched"] for r in points]),
+        "point_index_requests": med([r["by_class"].get("index", 0) for r in points]),
+        "absent_data_requests": [a["data_file_requests"] for a in absent],
+        "on_ms": med([r["ms"] for r in ins]), "on_requests": med([r["requests"] for r in ins]),
+        "files_touched": med([r["data_files_touched"] for r in ins]),
+    }
+    log(f"built index: point {out['point_ms']:.0f} ms ({out['point_requests']:.0f} req, "
+        f"{out['point_files_touched']:.0f} files); IN 100 {out['on_ms']:.0f} ms, {out['files_touched']:.0f} files")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.plot_files:
@@ -352,6 +406,12 @@ def main(argv: list[str] | None = None) -> int:
 
         lat_main = 20.0 if 20.0 in args.latencies else args.latencies[0]
         proxy.configure(latency_ms=lat_main, bandwidth_mbps=args.bandwidth_mbps)
+        keys100 = ", ".join(str(key_of(i)) for i in range(0, rows_total, max(1, rows_total // 100)))
+        if args.built_only:  # the lookups with a built index alone, on the tables and harvested index of a run before
+            result["latency_ms"] = lat_main
+            result["built_in100"] = measure_built(spark, meter, tbl, keys100, placement, ids_sorted, args.runs)
+            result["finished"] = datetime.datetime.now().isoformat()
+            return finish(args, result)
         if args.writes_only:  # the appends alone, on the index CREATE builds (harvested)
             if not keys_under(s3, bucket, name + "/_sparkbloom/"):
                 spark.sql(f"CREATE BLOOM INDEX bx ON {tbl} (k, u)")
@@ -416,7 +476,6 @@ def main(argv: list[str] | None = None) -> int:
                 L["absent_data_requests"] = ab["data_file_requests"]
                 L["absent_requests"] = ab["requests"]
                 L["absent_data_log"] = [x[1:] for x in ab["log"] if x[2] == "data"]
-                keys100 = ", ".join(str(key_of(i)) for i in range(0, rows_total, max(1, rows_total // 100)))
                 L["in100"] = paired(meter, lambda i: (lambda: spark.sql(
                     f"SELECT * FROM {tbl} WHERE k IN ({keys100})").collect()), max(2, runs // 2))
                 keys24 = [placement[ids_sorted[j]] for j in range(min(24, len(ids_sorted)))]
@@ -431,39 +490,15 @@ def main(argv: list[str] | None = None) -> int:
                 per_latency[f"{lat:g}"] = L
             result["per_latency"] = per_latency
 
-            # ---- IN of 100 keys against an index sparkbloom builds to its false-read budget (a scan of the
-            # columns), not harvested from the writer's filters (parquet-java's, fpp 0.01: their false reads grow
-            # with the table); the harvested index is made again afterwards for the appends
+            # ---- lookups against an index sparkbloom builds to its false-read budget (a scan of the columns), not
+            # harvested from the writer's filters (parquet-java's, fpp 0.01: their false reads grow with the table)
             if args.built_in100:
                 proxy.configure(latency_ms=lat_main, bandwidth_mbps=args.bandwidth_mbps)
-                meter.index_on(True)
-                want = norm(spark.sql(f"SELECT * FROM {tbl} WHERE k IN ({keys100})").collect())  # harvested, checked
-                spark.sql(f"DROP BLOOM INDEX IF EXISTS bx ON {tbl}")
-                spark.conf.set("spark.sparkbloom.harvest.enabled", "false")
-                try:
-                    built = meter.run(lambda: spark.sql(f"CREATE BLOOM INDEX bx ON {tbl} (k, u)").collect())
-                    desc_b = {row[0]: str(row[1]) for row in spark.sql(f"DESCRIBE BLOOM INDEX bx ON {tbl}").collect()}
-                    runs_b = []
-                    for _ in range(max(2, args.runs // 2)):
-                        r = meter.run(lambda: spark.sql(f"SELECT * FROM {tbl} WHERE k IN ({keys100})").collect())
-                        if norm(r["rows"]) != want:
-                            raise SystemExit("WRONG ANSWER: IN 100 with the built index differs from the harvested")
-                        runs_b.append(r)
-                finally:
-                    spark.conf.unset("spark.sparkbloom.harvest.enabled")
-                    spark.sql(f"DROP BLOOM INDEX IF EXISTS bx ON {tbl}")
-                    spark.sql(f"CREATE BLOOM INDEX bx ON {tbl} (k, u)")
+                b = measure_built(spark, meter, tbl, keys100, placement, ids_sorted, args.runs)
                 L = per_latency[f"{lat_main:g}"]
-                result["built_in100"] = {
-                    "build_ms": built["ms"], "build_requests": built["requests"], "describe": desc_b,
-                    "on_ms": med([r["ms"] for r in runs_b]), "on_requests": med([r["requests"] for r in runs_b]),
-                    "files_touched": med([r["data_files_touched"] for r in runs_b]),
-                    "harvested_files_touched": L["in100"]["on"]["data_files_touched"],
-                    "off_files_touched": L["in100"]["off"]["data_files_touched"],
-                }
-                log(f"IN 100 with a built index: {result['built_in100']['on_ms']:.0f} ms, "
-                    f"{result['built_in100']['files_touched']:.0f} files (harvested: "
-                    f"{result['built_in100']['harvested_files_touched']})")
+                b.update(harvested_files_touched=L["in100"]["on"]["data_files_touched"],
+                         off_files_touched=L["in100"]["off"]["data_files_touched"])
+                result["built_in100"] = b
 
         # ---- appends: maintained (indexed table) against plain (the copy), alternating
         proxy.configure(latency_ms=lat_main, bandwidth_mbps=args.bandwidth_mbps)
@@ -571,7 +606,10 @@ def main(argv: list[str] | None = None) -> int:
             "write_maintained/plain": result["write_ms_maintained"] / result["write_ms_plain"],
         }
         if "built_in100" in result:
-            result["ratios"]["in100_off/on_built_index"] = result["in100_ms_off"] / result["built_in100"]["on_ms"]
+            b = result["built_in100"]
+            result["ratios"]["in100_off/on_built_index"] = result["in100_ms_off"] / b["on_ms"]
+            result["ratios"]["point_ms_built/floor"] = b["point_ms"] / result["point_ms_floor"]
+            result["ratios"]["point_ms_off/built"] = result["point_ms_off"] / b["point_ms"]
     finally:
         spark.stop()
         proxy.stop()
@@ -584,7 +622,7 @@ def finish(args: argparse.Namespace, result: dict[str, Any]) -> int:
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1, default=str)
     log(f"wrote {args.out}")
-    if args.img_dir and not args.writes_only:
+    if args.img_dir and "per_latency" in result:
         plot(result, args.img_dir, "objectstore-quick" if args.quick else "objectstore")
     if args.json:
         print(json.dumps({k: v for k, v in result.items() if k not in ("per_latency", "cold_big")}, default=str))
@@ -656,6 +694,7 @@ def plot_files(results: list[dict[str, Any]], img_dir: str) -> None:
 
     ms = {  # label -> (value of a run, style)
         "point on": (lambda r: r["point_ms_on"], "o-", "tab:green"),
+        "point on, built index": (lambda r: r.get("built_in100", {}).get("point_ms", float("nan")), "o:", "darkgreen"),
         "point floor": (lambda r: r["point_ms_floor"], "o--", "tab:gray"),
         "point off": (lambda r: r["point_ms_off"], "o-", "tab:red"),
         "point cold": (lambda r: lat_of(r)["point"]["cold_ms"], "o:", "tab:olive"),
@@ -671,6 +710,8 @@ def plot_files(results: list[dict[str, Any]], img_dir: str) -> None:
     }
     reqs = {
         "point on": (lambda r: r["point_requests_on"], "o-", "tab:green"),
+        "point on, built index": (lambda r: r.get("built_in100", {}).get("point_requests", float("nan")), "o:",
+                                  "darkgreen"),
         "point floor": (lambda r: r["point_requests_floor"], "o--", "tab:gray"),
         "point off": (lambda r: r["point_requests_off"], "o-", "tab:red"),
         "point index, cold": (lambda r: max(r["point_index_requests_cold"], 0.5), "o:", "tab:olive"),

@@ -156,6 +156,42 @@ def test_index_root_on_another_bucket(spark: SparkSession, parquet_table: str) -
         spark.conf.unset("spark.sparkbloom.index.root")
 
 
+def test_housekeeping_of_version_directories_by_their_files_age(spark: SparkSession, s3_client: Callable[..., Any],
+                                                                parquet_table: str) -> None:
+    """S3A lists a directory with the time of the listing (a key prefix has none): the cleaning of old versions and
+    VACUUM tell a directory's age by its files. Before 2026-12-07 every directory looked brand new, so on S3 no old
+    version directory was ever removed. Here an old one goes, and another writer's version directory, its first
+    segment written a moment ago and not committed yet, stays (the grace period set to 10 s from 60 s)."""
+    t = f"parquet.`{parquet_table}`"
+    bucket, key = parquet_table[len("s3a://"):].split("/", 1)
+    s3 = s3_client()
+
+    def version_dirs() -> set[str]:
+        found = s3.list_objects_v2(Bucket=bucket, Prefix=f"{key}/_sparkbloom/bk/")["Contents"]
+        return {o["Key"].split("/_sparkbloom/bk/")[1].split("/")[0] for o in found} - {"_commits"}
+
+    spark.conf.set("spark.sparkbloom.index.versionDirGracePeriod", "10s")
+    try:
+        spark.sql(f"CREATE BLOOM INDEX bk ON {t} (k)")
+        first = version_dirs()
+        spark.sql(f"REFRESH BLOOM INDEX bk ON {t} FULL")  # the newest two versions read both directories
+        time.sleep(11)  # the first directory's files older than the grace period
+        being_written = f"{key}/_sparkbloom/bk/v99-0123abcd/p0-c0-b1-0.seg"
+        s3.put_object(Bucket=bucket, Key=being_written, Body=b"a segment being written")
+        spark.sql(f"REFRESH BLOOM INDEX bk ON {t} FULL")  # cleans after the statement returns, on a remote store
+        jvm = spark._jvm  # type: ignore[attr-defined]
+        assert jvm.sparkbloom.parquet.StoreFiles.awaitBackground(60_000), "the cleaning did not end in 60 s"
+    finally:
+        spark.conf.unset("spark.sparkbloom.index.versionDirGracePeriod")
+    left = version_dirs()
+    assert len(first) == 1 and not first & left, (first, left)  # the old version's directory is gone
+    assert "v99-0123abcd" in left and len(left) == 3, left  # the two versions read, and the one being written
+    d = describe(spark, "bk", t)
+    assert d["Files Not Covered"] == "0" and d["Problems"] == "none", d
+    rows, records = compare(spark, lambda: spark.read.parquet(parquet_table).where("k = 'k-77'"))
+    assert len(rows) == 1 and 1 <= files_read(records) < FILES, records  # the key's file, and what the filters keep
+
+
 def test_one_index_listing_after_the_listing_ttl(spark: SparkSession, s3_proxy: Any, parquet_table: str) -> None:
     """Once `spark.sparkbloom.index.listingTtl` has passed, a lookup and a maintained write list the table's indexes
     in one request: a flat LIST of `_sparkbloom/` gives every index's directory and commits (listing by directories

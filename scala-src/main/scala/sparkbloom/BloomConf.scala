@@ -38,6 +38,35 @@ object BloomConf {
   def lookupListingTtlMs(s: SparkSession, fs: org.apache.hadoop.fs.FileSystem): Long =
     if (fs.getUri.getScheme == "file") 0L
     else org.apache.spark.network.util.JavaUtils.timeStringAsMs(s.conf.get(LookupListingTtl, "30s"))
+  /**
+   * How long a superseded version's commit stays in `_commits/` before the writes' housekeeping (every 8th maintained
+   * write, every CREATE, REFRESH and OPTIMIZE) removes it; the newest 10 commits always stay. Lookups read only the
+   * newest; the rest are history that every listing of `_commits/` (and, for indexes inside the table root, Spark's
+   * listing of a plain Parquet table on S3A) would otherwise page through, one key per write, for ever. A duration
+   * like `1h`; `-1` keeps every commit until `VACUUM BLOOM INDEX`.
+   */
+  val CommitRetention = "spark.sparkbloom.index.commitRetention"
+  def commitRetentionMs(s: SparkSession): Long = {
+    val v = s.conf.get(CommitRetention, "1h").trim
+    if (v.startsWith("-")) -1L
+    else
+      try org.apache.spark.network.util.JavaUtils.timeStringAsMs(v)
+      catch { // housekeeping after a write has committed must not fail it: every commit kept, and said why
+        case scala.util.control.NonFatal(e) =>
+          org.slf4j.LoggerFactory.getLogger(getClass).warn(
+            s"sparkbloom: $CommitRetention = '$v' is not a duration like 1h or 30min (${e.getMessage}); " +
+              "keeping every commit")
+          -1L
+      }
+  }
+  /**
+   * Internal (tests): how long a version directory no recent commit reads must have been unchanged (its newest file
+   * this old) before housekeeping removes it; younger ones may be a build still writing. A duration; `60s`.
+   */
+  val VersionDirGrace = "spark.sparkbloom.index.versionDirGracePeriod"
+  def versionDirGraceMs(s: SparkSession): Long =
+    try org.apache.spark.network.util.JavaUtils.timeStringAsMs(s.conf.get(VersionDirGrace, "60s"))
+    catch { case scala.util.control.NonFatal(_) => 60000L }
   /** Ceiling on filter bits per distinct value; past it the expected false reads rise instead. */
   val MaxBitsPerValue = "spark.sparkbloom.maxBitsPerValue"
   val DefaultMaxBitsPerValue = 32.0

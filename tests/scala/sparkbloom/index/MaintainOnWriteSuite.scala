@@ -325,4 +325,50 @@ class MaintainOnWriteSuite extends SparkSessionSuite {
     rows(10, 20, 1).write.mode("append").json(json)
     assert(spark.read.json(json).count() == 20)
   }
+
+  test("superseded commits leave _commits/ after spark.sparkbloom.index.commitRetention; the newest 10 always stay") {
+    def commitsAfterAppends(retention: String): (String, Seq[Long], Long) = withSQLConf(BloomConf.CommitRetention ->
+      retention) {
+      val dir = tempDir("mow") + "/t"
+      rows(0, 300, 3).write.parquet(dir)
+      indexed(dir)
+      for (i <- 0 until 17) rows(1000 + 100 * i, 1100 + 100 * i, 1).write.mode("append").parquet(dir)
+      val ixDir = new org.apache.hadoop.fs.Path(dir + "/_sparkbloom/ix")
+      val fs = ixDir.getFileSystem(spark.sessionState.newHadoopConf())
+      (dir, IndexStore.versions(fs, ixDir), describe(TableRef.Path(dir)).version)
+    }
+    // an hour: nothing removed in a test's minutes (CREATE and 17 appends: 18 commits)
+    val (_, kept, newest) = commitsAfterAppends("1h")
+    assert(kept.size == newest && newest == 18, kept)
+    // at once: the housekeeping of the 8th and 16th commits (and of any build) leaves the newest 10 and those after
+    val (dir, pruned, newestPruned) = commitsAfterAppends("0s")
+    assert(pruned.head == newestPruned && pruned == (newestPruned to (newestPruned - pruned.size + 1) by -1), pruned)
+    assert(pruned.size >= IndexManager.CommitsAlwaysKept && pruned.size < newestPruned, pruned)
+    // a writer whose view is older than the removed commits cannot publish a removed number again: the version
+    // before it is gone too (removed oldest first), which the commit checks; the next version's check passes
+    val ixDir = new org.apache.hadoop.fs.Path(dir + "/_sparkbloom/ix")
+    val fs = ixDir.getFileSystem(spark.sessionState.newHadoopConf())
+    assert(!IndexStore.previousCommitted(fs, ixDir, pruned.last - 1))
+    assert(IndexStore.previousCommitted(fs, ixDir, newestPruned + 1))
+    val d = describe(TableRef.Path(dir))
+    assert(d.problems.isEmpty && d.filesNotCovered == 0, d)
+    lookup(spark.read.parquet(dir), 1250, files = 1)
+    lookup(spark.read.parquet(dir), 2650, files = 1)
+    lookup(spark.read.parquet(dir), 150, files = 1)
+  }
+
+  test("which commits housekeeping removes: the oldest beyond the newest 10, superseded at least the retention ago") {
+    val now = 1000000L
+    // versions 15..1, each committed a second after the one before; version 15 a second before `now`
+    val commits = (15L to 1L by -1).map(v => v -> (now - (16 - v) * 1000))
+    assert(IndexManager.expiredCommits(commits, 0L, now) == Seq(1L, 2L, 3L, 4L, 5L))
+    // version 5 was superseded (version 6 committed) 10 s before now, version 4 11 s before
+    assert(IndexManager.expiredCommits(commits, 10500L, now) == Seq(1L, 2L, 3L, 4L))
+    assert(IndexManager.expiredCommits(commits, 1000000L, now).isEmpty)
+    assert(IndexManager.expiredCommits(commits, -1L, now).isEmpty)
+    assert(IndexManager.expiredCommits(commits.take(10), 0L, now).isEmpty)
+    // version 4's time not given by the store: version 3, which it superseded, stays, and the ones after it
+    val unknown = commits.map { case (v, t) => v -> (if (v == 4L) 0L else t) }
+    assert(IndexManager.expiredCommits(unknown, 0L, now) == Seq(1L, 2L))
+  }
 }

@@ -254,8 +254,12 @@ object IndexManager {
         IndexStore.cacheCommitted(dir, committed, layout)
         // every few versions: a version is a write, and cleaning lists the index (two LISTs: on a remote store after
         // the write returned, not before)
-        if (committed.version % 8 == 0) StoreFiles.inBackground(fs) {
-          cleanOldVersions(fs, dir, keep = Set(dataDirName, meta.dataDir) ++ meta.referencedDirs.getOrElse(Nil))
+        if (committed.version % 8 == 0) {
+          val (retention, grace) = (BloomConf.commitRetentionMs(spark), BloomConf.versionDirGraceMs(spark))
+          StoreFiles.inBackground(fs) {
+            cleanOldVersions(fs, dir, keep = Set(dataDirName, meta.dataDir) ++ meta.referencedDirs.getOrElse(Nil),
+              retention, grace)
+          }
         }
         return
       } catch {
@@ -374,11 +378,11 @@ object IndexManager {
         .getOrElse(Long.MaxValue))
     val newest = metas.indexWhere(_._2.isDefined) // the version readers use; none readable: touch nothing
     val (drop, keep) = metas.indices.partition(i => newest >= 0 && i > newest && supersededAt(i) < cutoff)
-    drop.foreach(i => IndexStore.deleteCommit(fs, dir, metas(i)._1))
+    drop.reverse.foreach(i => IndexStore.deleteCommit(fs, dir, metas(i)._1)) // oldest first (see expiredCommits)
     val live = keep.flatMap(i => metas(i)._2.toSeq.flatMap(m => m.referencedDirs.getOrElse(Nil) :+ m.dataDir)).toSet
     val dirs = fs.listStatus(dir).filter(s =>
       s.isDirectory && s.getPath.getName.startsWith("v") && !live.contains(s.getPath.getName) &&
-        s.getModificationTime < cutoff)
+        StoreFiles.lastModified(fs, s).exists(_ < cutoff)) // S3A lists a directory without a time: its files
     dirs.foreach(s => fs.delete(s.getPath, true))
     // a removed version's layout, in a directory whose segments later versions still read
     drop.flatMap(i => metas(i)._2).filter(m =>
@@ -494,10 +498,12 @@ object IndexManager {
         catch { case NonFatal(_) => }
       }
       // housekeeping the statement need not wait for (on a remote store after it returns: three or four requests)
+      val (retention, grace) = (BloomConf.commitRetentionMs(spark), BloomConf.versionDirGraceMs(spark))
       StoreFiles.inBackground(fs) {
         cleanOldVersions(fs, dir,
           keep =
-            Set(dataDirName) ++ previous.toSeq.flatMap(p => p.meta.referencedDirs.getOrElse(Nil) :+ p.meta.dataDir))
+            Set(dataDirName) ++ previous.toSeq.flatMap(p => p.meta.referencedDirs.getOrElse(Nil) :+ p.meta.dataDir),
+          retention, grace)
       }
       committed
     } catch {
@@ -558,7 +564,18 @@ object IndexManager {
     val maxBpv = BloomConf.maxBitsPerValue(spark)
     IndexStore.mkdirs(fs, new Path(dir, dataDirName))
     try {
-      val layoutBytes = IndexStore.writeLayout(fs, dir, dataDirName, layout)
+      // The layout's PUT, beside the check that the version this one follows is still committed: housekeeping
+      // removes old commits oldest first, so while it is there, this version's commit was never removed, and a
+      // conditional PUT of it that succeeds is a true publication, not an old number published again by a writer
+      // whose view is older than the commit retention (which would fork the history).
+      val (layoutBytes, baseThere) = StoreFiles.both(fs)(IndexStore.writeLayout(fs, dir, dataDirName, layout),
+        IndexStore.previousCommitted(fs, dir, meta.version))
+      if (!baseThere) {
+        IndexStore.forget(dir)
+        throw new ConcurrentIndexUpdateException(s"bloom index ${meta.name} was updated concurrently: version " +
+          s"${meta.version - 1}, which this update follows, is no longer the newest; nothing was changed by this " +
+          "one, retry the statement")
+      }
       val stats = layout.columns.toSeq.map(c => ColumnStats.ofLayout(layout, c, maxBpv))
       def countSource(s: String) = layout.columns.map(_.source.count(_ == ColumnSlice.sourceId(s)).toLong).sum
       val referenced = (layout.segments.map(_.file.takeWhile(_ != '/')).toSet + dataDirName).toSeq.sorted
@@ -580,19 +597,43 @@ object IndexManager {
 
   /**
    * Removes data directories no longer read by the newest two versions (readers may still use the previous
-   * one); a version reads its own directory and those whose segments it still references.
+   * one); a version reads its own directory and those whose segments it still references. Also removes the commits
+   * [[expiredCommits]] names, so that `_commits/` (listed by lookups, and by Spark's listing of a table whose
+   * indexes are inside it) does not grow with every write the table ever had.
    */
-  private def cleanOldVersions(fs: FileSystem, dir: Path, keep: Set[String]): Unit = try {
-    val committed = IndexStore.versions(fs, dir)
-    val live = committed.take(2).flatMap(v =>
+  private def cleanOldVersions(fs: FileSystem, dir: Path, keep: Set[String], commitRetentionMs: Long,
+                               graceMs: Long): Unit = try {
+    val commits = IndexStore.commitTimes(fs, dir)
+    val live = commits.take(2).flatMap { case (v, _) =>
       scala.util.Try {
         val m = IndexStore.readMeta(fs, dir, v); m.referencedDirs.getOrElse(Nil) :+ m.dataDir
-      }.getOrElse(Nil)).toSet ++ keep
+      }.getOrElse(Nil)
+    }.toSet ++ keep
+    val now = System.currentTimeMillis()
     fs.listStatus(dir).filter(s =>
       s.isDirectory && s.getPath.getName.startsWith("v") && !live.contains(s.getPath.getName))
-      .filter(s => System.currentTimeMillis() - s.getModificationTime > 60000) // never a build in progress
+      // never a build in progress: a directory changed within the grace period (a minute), or whose age cannot be
+      // told, stays
+      .filter(s => StoreFiles.lastModified(fs, s).exists(t => now - t > graceMs))
       .foreach(s => fs.delete(s.getPath, true))
+    IndexStore.deleteSupersededCommits(fs, dir, expiredCommits(commits, commitRetentionMs, now))
   } catch { case NonFatal(e) => log.warn(s"could not clean old versions of $dir: ${e.getMessage}") }
+
+  /** Commits housekeeping keeps whatever their age: the newest ones, which writers racing this one may hold. */
+  val CommitsAlwaysKept = 10
+
+  /**
+   * The versions whose commits housekeeping removes, of `commits` (version and commit time, highest first), oldest
+   * first: the oldest ones beyond the newest [[CommitsAlwaysKept]] superseded (their successor committed) at least
+   * `retentionMs` before `now`, up to the first that is not (so the removed ones are always the oldest: while a
+   * version's commit is there, no later one was removed, which the commit of the version after it checks). A commit
+   * whose successor's time is unknown (0) stays, and the newer ones with it. Negative `retentionMs`: none.
+   */
+  def expiredCommits(commits: Seq[(Long, Long)], retentionMs: Long, now: Long): Seq[Long] =
+    if (retentionMs < 0) Nil
+    else // the oldest run of them, oldest first: what is removed is always a prefix of the history
+      commits.indices.drop(CommitsAlwaysKept).reverse
+        .takeWhile(i => commits(i - 1)._2 > 0 && now - commits(i - 1)._2 >= retentionMs).map(i => commits(i)._1)
 
   def indexDir(spark: SparkSession, t: ResolvedTable, name: String): Path =
     new Path(IndexStore.indexesDir(t.root, BloomConf.indexRoot(spark)), name)

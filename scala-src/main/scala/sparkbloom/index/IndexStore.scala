@@ -55,12 +55,19 @@ object IndexStore {
   def versions(fs: FileSystem, indexDir: Path): Seq[Long] = commits(fs, indexDir).map(_._1)
 
   /** Committed versions, highest first, with the length of each commit file. */
-  private def commits(fs: FileSystem, indexDir: Path): Seq[(Long, Long)] = {
+  private def commits(fs: FileSystem, indexDir: Path): Seq[(Long, Long)] =
+    commitFiles(fs, indexDir).map { case (v, st) => v -> st.getLen }
+
+  /** Committed versions, highest first, with when each was committed (its commit file's modification time). */
+  def commitTimes(fs: FileSystem, indexDir: Path): Seq[(Long, Long)] =
+    commitFiles(fs, indexDir).map { case (v, st) => v -> st.getModificationTime }
+
+  private def commitFiles(fs: FileSystem, indexDir: Path): Seq[(Long, org.apache.hadoop.fs.FileStatus)] = {
     val dir = new Path(indexDir, CommitsDir)
     // listed without asking first whether it exists (on S3A that is a HEAD and a LIST more)
     val listed = try fs.listStatus(dir).toSeq
     catch { case _: java.io.FileNotFoundException => Nil }
-    listed.flatMap(st => commitVersion(st.getPath.getName).map(_ -> st.getLen)).sortBy(-_._1)
+    listed.flatMap(st => commitVersion(st.getPath.getName).map(_ -> st)).sortBy(-_._1)
   }
 
   /** The version a file in `_commits/` commits (`<N>.json`), if it is a commit's name. */
@@ -262,6 +269,23 @@ object IndexStore {
     forget(indexDir)
     fs.delete(new Path(new Path(indexDir, CommitsDir), s"$version.json"), false)
   }
+
+  /**
+   * Removes superseded versions' commits (housekeeping: never the newest, which is all lookups read; what they
+   * remember stays right, as a commit read before stays a true version).
+   */
+  def deleteSupersededCommits(fs: FileSystem, indexDir: Path, oldestFirst: Seq[Long]): Unit =
+    // one after another, oldest first, stopping at the first failure: the removed commits stay a prefix of the
+    // history, which [[previousCommitted]] relies on (housekeeping runs after the write returns on a remote store)
+    oldestFirst.foreach(v => fs.delete(new Path(new Path(indexDir, CommitsDir), s"$v.json"), false))
+
+  /**
+   * Whether the commit of the version before `version` is there (none to check for version 1; true when the check
+   * fails: the conditional PUT then decides, as before commits were removed).
+   */
+  def previousCommitted(fs: FileSystem, indexDir: Path, version: Long): Boolean =
+    version <= 1 || (try fileExists(fs, new Path(new Path(indexDir, CommitsDir), s"${version - 1}.json"))
+    catch { case NonFatal(_) => true })
 
   // ---- loading: the layout of a version, cached in IndexCache (keyed by the version's own files) ----
 

@@ -71,7 +71,38 @@ object StoreFiles {
    * in this one otherwise. `f` must not throw (its failures are its own to log).
    */
   def inBackground(fs: FileSystem)(f: => Unit): Unit =
-    if (!remote(fs)) f else io.submit(new Runnable { def run(): Unit = f })
+    if (!remote(fs)) f
+    else {
+      def ended(): Unit = background.synchronized { background.decrementAndGet(); background.notifyAll() }
+      background.incrementAndGet()
+      try io.submit(new Runnable { def run(): Unit = try f finally ended() })
+      catch { case e: Throwable => ended(); throw e }
+    }
+
+  /** Housekeeping [[inBackground]] started that has not ended. */
+  private val background = new java.util.concurrent.atomic.AtomicInteger()
+
+  /** Waits up to `timeoutMs` for the housekeeping started in the background to end (tests); whether it has. */
+  def awaitBackground(timeoutMs: Long): Boolean = background.synchronized {
+    val until = System.currentTimeMillis() + timeoutMs
+    while (background.get() > 0 && System.currentTimeMillis() < until)
+      background.wait(math.max(1L, until - System.currentTimeMillis()))
+    background.get() == 0
+  }
+
+  /**
+   * When directory `dir` last changed: its own modification time on a file system that keeps one, on an object store
+   * (where a directory is a key prefix, not an object: S3A lists one with the time of the listing) the newest of its
+   * entries' times, from one listing. None when it cannot be told (no entries, an entry without a time, or a failed
+   * listing): whoever deletes old directories keeps such a one, which may be a build still writing.
+   */
+  def lastModified(fs: FileSystem, dir: org.apache.hadoop.fs.FileStatus): Option[Long] =
+    if (!objectStore(fs)) Some(dir.getModificationTime).filter(_ > 0)
+    else
+      try {
+        val times = fs.listStatus(dir.getPath).map(_.getModificationTime)
+        if (times.isEmpty || times.contains(0L)) None else Some(times.max)
+      } catch { case scala.util.control.NonFatal(_) => None }
 
   /** `a` and `b`, side by side on a remote store ([[concurrently]]). */
   def both[A, B](fs: FileSystem)(a: => A, b: => B): (A, B) =

@@ -284,8 +284,9 @@ object IndexStore {
    * fails: the conditional PUT then decides, as before commits were removed).
    */
   def previousCommitted(fs: FileSystem, indexDir: Path, version: Long): Boolean =
-    version <= 1 || (try fileExists(fs, new Path(new Path(indexDir, CommitsDir), s"${version - 1}.json"))
-    catch { case NonFatal(_) => true })
+    version <= 1 ||
+      (try fileExists(fs, new Path(new Path(indexDir, CommitsDir), s"${version - 1}.json"))
+      catch { case NonFatal(_) => true })
 
   // ---- loading: the layout of a version, cached in IndexCache (keyed by the version's own files) ----
 

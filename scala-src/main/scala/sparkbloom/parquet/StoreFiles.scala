@@ -75,7 +75,10 @@ object StoreFiles {
     else {
       def ended(): Unit = background.synchronized { background.decrementAndGet(); background.notifyAll() }
       background.incrementAndGet()
-      try io.submit(new Runnable { def run(): Unit = try f finally ended() })
+      try io.submit(new Runnable {
+          def run(): Unit = try f
+          finally ended()
+        })
       catch { case e: Throwable => ended(); throw e }
     }
 

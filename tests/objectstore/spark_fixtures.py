@@ -15,7 +15,10 @@ from spark_s3 import s3_session
 @pytest.fixture(scope="session")
 def spark(s3_server: dict[str, Any], _s3_proxy_process: Any) -> Iterator[SparkSession]:
     session = s3_session(_s3_proxy_process.endpoint, s3_server["access_key"], s3_server["secret_key"],
-                         warehouse="s3a://sparkbloom/warehouse")
+                         warehouse="s3a://sparkbloom/warehouse",
+                         # the tests count the requests of the statements they run: no background re-size of a
+                         # harvested index after CREATE (its own test turns it on)
+                         conf={"spark.sparkbloom.harvest.resizeInBackground": "false"})
     yield session
     session.stop()
 

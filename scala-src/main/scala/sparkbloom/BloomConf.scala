@@ -13,6 +13,11 @@ object BloomConf {
   /** Take filters already inside the files instead of scanning the column, when valid. */
   val Harvest = "spark.sparkbloom.harvest.enabled"
   /**
+   * After a CREATE or REFRESH whose harvested filters miss the index's false-read budget (a writer's fixed FPP, whose
+   * false reads grow with the table), OPTIMIZE BLOOM INDEX builds them again to the budget in the background.
+   */
+  val HarvestResizeInBackground = "spark.sparkbloom.harvest.resizeInBackground"
+  /**
    * A fixed false-positive probability per row group for new indexes that give neither `fpp` nor
    * `false_reads_per_key`. Unset by default: new indexes are sized by [[FalseReadsPerKey]].
    */
@@ -169,6 +174,7 @@ object BloomConf {
     org.apache.spark.network.util.JavaUtils.byteStringAsBytes(s.conf.get(MinSkipPerExtraRead, "1m"))
   def buildFastPaths(s: SparkSession): Boolean = s.conf.get(BuildFastPaths, "true").toBoolean
   def harvest(s: SparkSession): Boolean = s.conf.get(Harvest, "true").toBoolean
+  def harvestResizeInBackground(s: SparkSession): Boolean = s.conf.get(HarvestResizeInBackground, "true").toBoolean
   def defaultFpp(s: SparkSession): Option[Double] =
     Option(s.conf.get(DefaultFpp, null)).filter(_.trim.nonEmpty).map(_.toDouble)
   def falseReadsPerKey(s: SparkSession): Double =

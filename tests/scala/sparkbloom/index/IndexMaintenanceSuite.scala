@@ -191,6 +191,44 @@ class IndexMaintenanceSuite extends SparkSessionSuite {
     }
   }
 
+  test("an index harvested from filters that miss its budget is built again to the budget in the background") {
+    // parquet-java's filters at fpp 0.01 for a quarter of each file's 1,000 values, over 40 one-row-group files: their
+    // false reads per key sum to several times the budget of 0.1. CREATE returns with the harvested index; OPTIMIZE
+    // then re-sizes it on the background thread.
+    val dir = tempDir("maint") + "/t"
+    Seq("id", "s").foldLeft(rows(0, 40000, 40).write) { (w, c) =>
+      w.option(s"parquet.bloom.filter.enabled#$c", "true").option(s"parquet.bloom.filter.expected.ndv#$c", "250")
+        .option(s"parquet.bloom.filter.fpp#$c", "0.01")
+    }.parquet(dir)
+    def check(resize: Boolean): Map[String, String] =
+      withSQLConf(BloomConf.HarvestResizeInBackground -> resize.toString) {
+        spark.sql(s"DROP BLOOM INDEX IF EXISTS ix ON ${table(dir)}")
+        val threads = new java.util.concurrent.ConcurrentLinkedQueue[String]()
+        IndexManager.beforeOptimizeCommit = () => threads.add(Thread.currentThread.getName)
+        val created = try {
+          val c =
+            BloomIndexes.create(spark, TableRef.Path(dir), "ix", Seq(ColumnSpec("id"), ColumnSpec("s")), Map.empty,
+              ifNotExists = false)
+          assert(BackgroundMaintenance.await(spark, 120000))
+          c
+        } finally IndexManager.beforeOptimizeCommit = () => ()
+        assert(created.filtersHarvested == 80 && created.filtersScanned == 0, created)
+        assert(created.harvestedOverBudget.toSet == Set("id", "s"), created.columnStats)
+        import scala.jdk.CollectionConverters._
+        assert(threads.asScala.toSeq == (if (resize) Seq("sparkbloom-background-optimize") else Nil), threads)
+        lookups(dir, Seq(0L, 20999L, 39999L))
+        describe(dir)
+      }
+    val kept = check(resize = false)
+    assert(kept("Version") == "1" && kept("Filters Harvested") == "80", kept)
+    val resized = check(resize = true)
+    assert(resized("Version") == "2" && resized("Filters Harvested") == "0" && resized("Filters Scanned") == "80",
+      resized)
+    val d = BloomIndexes.describe(spark, TableRef.Path(dir), "ix")
+    assert(d.harvestedOverBudget.isEmpty && d.columnStats.forall(_.expectedFalseReadsPerKey <= 0.1), d.columnStats)
+    assert(d.filesNotCovered == 0, d)
+  }
+
   test("maintained appends racing REFRESH and OPTIMIZE of the same index lose no entry and no row") {
     val dir = tempDir("maint") + "/t"
     rows(0, 1000, 2).write.parquet(dir)

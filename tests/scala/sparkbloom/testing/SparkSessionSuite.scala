@@ -39,6 +39,9 @@ trait SparkSessionSuite extends AnyFunSuite with BeforeAndAfterAll with Adaptive
       // The suites check index states (files not covered after a lookup): the background catch-up a lookup of
       // uncovered files starts is off here, and on in the tests of it (BloomConf.RefreshOnRead).
       .config(BloomConf.RefreshOnRead, "false")
+      // Nor does a CREATE over harvested filters that miss the budget (parquet-java's fixed fpp) re-size them in the
+      // background: the suites check the versions they make. On in the test of it (HarvestResizeInBackground).
+      .config(BloomConf.HarvestResizeInBackground, "false")
     sparkConf.foreach { case (k, v) => builder.config(k, v) }
     started = true
     builder.getOrCreate()

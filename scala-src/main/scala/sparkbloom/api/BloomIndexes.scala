@@ -5,8 +5,8 @@ import org.apache.spark.sql.SparkSession
 import sparkbloom.BloomConf
 import sparkbloom.formats.TableFormats
 import sparkbloom.index.{
-  BloomIndexException, ColumnSpec, IndexDescription, IndexManager, IndexOptionParser, ResolvedTable, TableRef,
-  TableResolver
+  BackgroundOptimizer, BloomIndexException, ColumnSpec, IndexDescription, IndexManager, IndexOptionParser,
+  ResolvedTable, TableRef, TableResolver
 }
 
 /**
@@ -27,7 +27,8 @@ object BloomIndexes {
 
   def create(spark: SparkSession, table: TableRef, name: String, columns: Seq[ColumnSpec],
              options: Map[String, String], ifNotExists: Boolean): IndexDescription =
-    IndexManager.create(spark, resolve(spark, table, refresh = true), name, columns, options, ifNotExists)
+    resizeIfOverBudget(spark, table,
+      IndexManager.create(spark, resolve(spark, table, refresh = true), name, columns, options, ifNotExists))
 
   def drop(spark: SparkSession, table: TableRef, name: String, ifExists: Boolean): Boolean =
     IndexManager.drop(spark, resolve(spark, table), name, ifExists)
@@ -40,7 +41,22 @@ object BloomIndexes {
     IndexManager.dropColumns(spark, resolve(spark, table), name, columns)
 
   def refresh(spark: SparkSession, table: TableRef, name: String, full: Boolean): IndexDescription =
-    IndexManager.refresh(spark, resolve(spark, table, refresh = true), name, full)
+    resizeIfOverBudget(spark, table, IndexManager.refresh(spark, resolve(spark, table, refresh = true), name, full))
+
+  /**
+   * An index whose harvested filters miss its false-read budget ([[IndexManager.harvestedOverBudget]]) is built again
+   * to the budget by OPTIMIZE BLOOM INDEX in the background (`spark.sparkbloom.harvest.resizeInBackground`, on by
+   * default): the statement returns as soon as the harvested index is committed, and lookups use it meanwhile.
+   */
+  private def resizeIfOverBudget(spark: SparkSession, table: TableRef, d: IndexDescription): IndexDescription = {
+    if (d.harvestedOverBudget.nonEmpty && BloomConf.harvestResizeInBackground(spark))
+      BackgroundOptimizer.submit(spark, d.location,
+        s"bloom index ${d.name} of ${d.table} (harvested filters over the budget: " +
+          s"${d.harvestedOverBudget.mkString(", ")})") {
+        optimize(spark, table, d.name)
+      }
+    d
+  }
 
   /** OPTIMIZE BLOOM INDEX (see IndexManager.optimize); the index as it is after. */
   def optimize(spark: SparkSession, table: TableRef, name: String): IndexDescription = {

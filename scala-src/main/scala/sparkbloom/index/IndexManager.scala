@@ -435,8 +435,31 @@ object IndexManager {
       meta.columnStats.getOrElse(Nil), SkippingLog.usageOf(dir.toString), meta.tableSnapshot, listing.snapshot,
       l.describeLevels, meta.maintainOnWrite.getOrElse(true),
       committed.map(_.versionsKept).getOrElse(IndexStore.versions(fs, dir).size),
-      (l.segments.iterator ++ l.summaries.segments.iterator).map(_.file).toSet.size, CommitStore.of(fs).describe)
+      (l.segments.iterator ++ l.summaries.segments.iterator).map(_.file).toSet.size, CommitStore.of(fs).describe,
+      harvestedOverBudget(meta))
   }
+
+  /**
+   * The columns of `meta` sized by the table budget whose filters, some of them harvested from the files, read more
+   * than [[OverBudgetFactor]] times that budget per key: a writer's filters have a fixed FPP (parquet-java's default
+   * 0.01), so their false reads grow with the table. OPTIMIZE BLOOM INDEX builds them again to the budget, with their
+   * summaries. Past the bits-per-value ceiling an index sparkbloom builds can read more than its budget too, but it
+   * holds no harvested filter, so it is not named here.
+   */
+  def harvestedOverBudget(meta: IndexMeta): Seq[String] =
+    if (meta.harvested <= 0) Nil
+    else {
+      val stats = meta.columnStats.getOrElse(Nil)
+      meta.columns.flatMap(c =>
+        c.policy match {
+          case FppPolicy.TableBudget(eps) =>
+            stats.find(_.column == c.name).filter(_.expectedFalseReadsPerKey > OverBudgetFactor * eps).map(_ => c.name)
+          case _ => None
+        })
+    }
+
+  /** How far over its budget a harvested column may read before it is re-sized ([[harvestedOverBudget]]). */
+  val OverBudgetFactor = 2.0
 
   private def newDataDir(version: Long): String = s"v$version-${java.util.UUID.randomUUID().toString.take(8)}"
 

@@ -57,7 +57,9 @@ final case class IndexDescription(
     maintainOnWrite: Boolean = true, // the table's writes update this index (index option maintain_on_write)
     versions: Int = 1, // committed versions kept (VACUUM BLOOM INDEX removes old ones)
     segments: Int = 0, // stored segment files the newest version reads (filters and summaries)
-    commitSafety: String = "" // how versions are committed on the index's store (CommitStore.describe)
+    commitSafety: String = "", // how versions are committed on the index's store (CommitStore.describe)
+    // budgeted columns whose harvested filters read more than twice their budget (IndexManager.harvestedOverBudget)
+    harvestedOverBudget: Seq[String] = Nil
 )
 
 /** A user error about a bloom index: bad DDL, unknown index or column, unsupported type, bad option. */

@@ -12,7 +12,7 @@ import org.apache.spark.sql.streaming.StreamingQueryListener
 import sparkbloom.BloomConf
 import sparkbloom.api.BloomIndexes
 import sparkbloom.formats.TableFormats
-import sparkbloom.index.{IndexVersion, ScanSkipping, SkippingLog, TableFormat, TableRef}
+import sparkbloom.index.{BackgroundOptimizer, IndexVersion, ScanSkipping, SkippingLog, TableFormat, TableRef}
 
 /**
  * Maintenance in the background, for writes whose end no command of this session marks:
@@ -101,42 +101,20 @@ object BackgroundMaintenance extends Logging {
   def await(session: SparkSession, timeoutMs: Long): Boolean = {
     val deadline = System.currentTimeMillis() + timeoutMs
     // the refreshes first: one may queue an OPTIMIZE
-    listenerOf(session).forall(_.await(timeoutMs)) && drained(optimizer, deadline - System.currentTimeMillis())
-  }
-
-  /** Whether every task `executor` was given so far has run within `timeoutMs`. */
-  private def drained(executor: java.util.concurrent.ExecutorService, timeoutMs: Long): Boolean = {
-    val done = new java.util.concurrent.CountDownLatch(1)
-    executor.execute(() => done.countDown())
-    done.await(math.max(0L, timeoutMs), java.util.concurrent.TimeUnit.MILLISECONDS)
-  }
-
-  /** The indexes (their directories) an OPTIMIZE is queued or running for. */
-  private val optimizing = java.util.concurrent.ConcurrentHashMap.newKeySet[String]()
-  private lazy val optimizer = java.util.concurrent.Executors.newSingleThreadExecutor { (r: Runnable) =>
-    val t = new Thread(r, "sparkbloom-background-optimize")
-    t.setDaemon(true)
-    t
+    listenerOf(session).forall(_.await(timeoutMs)) && BackgroundOptimizer.drained(deadline - System.currentTimeMillis())
   }
 
   /**
-   * OPTIMIZE BLOOM INDEX of the index at `dir` on `table`, on a thread of its own (one per JVM, one index at a time),
-   * with the settings of `session`; not queued again while one is queued or running for that index. The writes and
-   * refreshes that commit meanwhile are not held up: the OPTIMIZE re-bases its commit on theirs
-   * ([[IndexManager.optimize]]). A failure is logged: the index stays as it was, its small segments read as before.
+   * OPTIMIZE BLOOM INDEX of the index at `dir` on `table`, on the background optimizer's thread (one per JVM, one index
+   * at a time: [[BackgroundOptimizer]]), with the settings of `session`; not queued again while one is queued or
+   * running for that index. The writes and refreshes that commit meanwhile are not held up: the OPTIMIZE re-bases its
+   * commit on theirs ([[sparkbloom.index.IndexManager.optimize]]). A failure is logged: the index stays as it was, its
+   * small segments read as before.
    */
-  def optimize(session: SparkSession, table: TableRef, dir: Path): Unit = {
-    val key = dir.toString
-    if (optimizing.add(key)) optimizer.execute { () =>
-      try {
-        SparkSession.setActiveSession(session)
-        logInfo(s"sparkbloom: optimizing bloom index ${dir.getName} of ${table.display} in the background")
-        BloomIndexes.optimize(session, table, dir.getName)
-      } catch {
-        case NonFatal(t) => logWarning(s"sparkbloom: bloom index ${dir.getName} of ${table.display} not optimized", t)
-      } finally optimizing.remove(key)
+  def optimize(session: SparkSession, table: TableRef, dir: Path): Unit =
+    BackgroundOptimizer.submit(session, dir.toString, s"bloom index ${dir.getName} of ${table.display}") {
+      BloomIndexes.optimize(session, table, dir.getName)
     }
-  }
 
   /** Test hook: runs on the background thread before each refresh of a table with maintained indexes. */
   @volatile private[sparkbloom] var beforeRefresh: () => Unit = () => ()
@@ -247,6 +225,6 @@ object BackgroundMaintenance extends Logging {
       mine
     }
 
-    def await(timeoutMs: Long): Boolean = drained(executor, timeoutMs)
+    def await(timeoutMs: Long): Boolean = BackgroundOptimizer.drained(executor, timeoutMs)
   }
 }

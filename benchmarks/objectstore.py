@@ -65,6 +65,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="also IN of 100 keys against an index built by a scan to the budget, not harvested")
     p.add_argument("--built-only", action="store_true",
                    help="only the lookups with a built index (--built-in100's), on the tables of an earlier run")
+    p.add_argument("--harvest-runs", type=int, default=2,
+                   help="timed harvests and scans after the first of each, alternating (default 2)")
     p.add_argument("--keep-harvested", action="store_true",
                    help="look up with the index as harvested (spark.sparkbloom.harvest.resizeInBackground=false), not "
                         "as re-sized to its budget in the background after CREATE")
@@ -439,7 +441,7 @@ def main(argv: list[str] | None = None) -> int:
             result["harvest_ms_first"], result["scan_ms_first"] = harvest_once()["ms"], scan_once()["ms"]
             harvest = []
             scan = []
-            for i in range(2):
+            for i in range(max(1, args.harvest_runs)):
                 for what in (("scan", "harvest") if i % 2 == 0 else ("harvest", "scan")):
                     if what == "harvest":
                         harvest.append(harvest_once())

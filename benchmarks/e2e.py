@@ -99,6 +99,9 @@ def make_session(args):
              # AQE off: the executed plan is then the plain physical plan whose scan metrics we read.
              .config("spark.sql.adaptive.enabled", "false")
              .config("spark.sql.shuffle.partitions", "4")
+             # the harvest build is timed as such, and no background OPTIMIZE of its filters (parquet-java's, over
+             # the index's budget) may run beside the builds and queries timed after it
+             .config("spark.sparkbloom.harvest.resizeInBackground", "false")
              .config("spark.ui.showConsoleProgress", "false")
              .config("spark.ui.port", "0")
              .getOrCreate())

@@ -736,6 +736,7 @@ def plot_files(results: list[dict[str, Any]], img_dir: str) -> None:
         "join 24 off": (lambda r: r["join_ms_off"], "^-", "tab:brown"),
         "harvest": (lambda r: r["harvest_ms"], "D-", "tab:purple"),
         "scan": (lambda r: r["scan_ms"], "D--", "tab:pink"),
+        "re-size after CREATE (background)": (lambda r: r.get("resize_ms", float("nan")), "D:", "indigo"),
         "append maintained": (lambda r: r["write_ms_maintained"], "v-", "black"),
         "append plain": (lambda r: r["write_ms_plain"], "v--", "dimgray"),
     }

@@ -860,7 +860,7 @@ def dml(spark: SparkSession, rnd: Round, n: int, tot: Totals, log: Callable[[str
             log(f"WRONG DML RESULT: {json.dumps(f, ensure_ascii=False, default=str)}")
 
 
-def session(warehouse: str, formats: list[str]) -> SparkSession:
+def session(warehouse: str, formats: list[str], jvm_flags: str = "") -> SparkSession:
     """The run's session: Delta's and Iceberg's jars, extensions and catalogs only when `formats` has them (the
     running line's jars, target/lakehouse/spark-<line>: a line without a Delta or Iceberg release runs the Parquet
     forms alone)."""
@@ -890,6 +890,8 @@ def session(warehouse: str, formats: list[str]) -> SparkSession:
         conf.update({"spark.sql.catalog.ice": "org.apache.iceberg.spark.SparkCatalog",
                      "spark.sql.catalog.ice.type": "hadoop",
                      "spark.sql.catalog.ice.warehouse": os.path.join(warehouse, "iceberg")})
+    if jvm_flags:  # the driver's JVM (local mode: the executors' too); sparkbloom's own flags are added to them
+        conf["spark.driver.extraJavaOptions"] = jvm_flags
     if lake_jars:
         conf["spark.jars"] = ",".join(lake_jars)
     if extensions:
@@ -903,7 +905,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
     load_before = os.getloadavg()
     t0 = time.perf_counter()
     formats = args.formats.split(",")
-    spark = session(base, formats)
+    spark = session(base, formats, args.jvm_flags)
     if "iceberg" in formats:
         spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
     tot = Totals()
@@ -1005,7 +1007,8 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
     wall = time.perf_counter() - t0
     out = {k: v for k, v in vars(tot).items()}
     out.update({"seed": args.seed, "start_round": args.start_round, "batch": args.batch, "per_round": args.per_round,
-                "wall_s": round(wall, 1), "setup_s": round(setup_s, 1), "interrupted": interrupted,
+                "jvm_flags": args.jvm_flags, "wall_s": round(wall, 1), "setup_s": round(setup_s, 1),
+                "interrupted": interrupted,
                 "queries_per_s": round(tot.queries / wall, 2),
                 "load_before": [round(x, 2) for x in load_before],
                 "load_after": [round(x, 2) for x in os.getloadavg()],
@@ -1028,6 +1031,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-seconds", type=float, default=None, help="start no batch after this long; report what ran")
     p.add_argument("--keep-rounds", type=int, default=0)
     p.add_argument("--json", default=None)
+    p.add_argument("--jvm-flags", default="", help="JVM flags for the local driver (its executors run in it)")
     args = p.parse_args(argv)
     if not args.formats or any(f not in FORMATS for f in args.formats.split(",")):
         p.error(f"--formats: a comma-separated list of {', '.join(FORMATS)}")

@@ -860,7 +860,7 @@ def dml(spark: SparkSession, rnd: Round, n: int, tot: Totals, log: Callable[[str
             log(f"WRONG DML RESULT: {json.dumps(f, ensure_ascii=False, default=str)}")
 
 
-def session(warehouse: str, formats: list[str], jvm_flags: str = "") -> SparkSession:
+def session(warehouse: str, formats: list[str], jvm_flags: str = "", driver_memory: str = "2g") -> SparkSession:
     """The run's session: Delta's and Iceberg's jars, extensions and catalogs only when `formats` has them (the
     running line's jars, target/lakehouse/spark-<line>: a line without a Delta or Iceberg release runs the Parquet
     forms alone)."""
@@ -871,7 +871,7 @@ def session(warehouse: str, formats: list[str], jvm_flags: str = "") -> SparkSes
         sys.exit(f"need {' and '.join(missing)} jars for line {line} in target/lakehouse (dev/sbt lakehouseJars), "
                  f"or --formats without {', '.join(f for f, j in LAKEHOUSE_JARS.items() if j in missing)}: {jars}")
     conf = {
-        "spark.ui.showConsoleProgress": "false", "spark.log.level": "ERROR", "spark.driver.memory": "2g",
+        "spark.ui.showConsoleProgress": "false", "spark.log.level": "ERROR", "spark.driver.memory": driver_memory,
         "spark.sql.session.timeZone": "UTC",
         # One task per scan of a small table, so a batch of hundreds of scans is not thousands of tasks.
         "spark.sql.files.openCostInBytes": "1024", "spark.sql.files.minPartitionNum": "1",
@@ -905,7 +905,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
     load_before = os.getloadavg()
     t0 = time.perf_counter()
     formats = args.formats.split(",")
-    spark = session(base, formats, args.jvm_flags)
+    spark = session(base, formats, args.jvm_flags, args.driver_memory)
     if "iceberg" in formats:
         spark.sql("CREATE NAMESPACE IF NOT EXISTS ice.db")
     tot = Totals()
@@ -1007,8 +1007,8 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> dict[st
     wall = time.perf_counter() - t0
     out = {k: v for k, v in vars(tot).items()}
     out.update({"seed": args.seed, "start_round": args.start_round, "batch": args.batch, "per_round": args.per_round,
-                "jvm_flags": args.jvm_flags, "wall_s": round(wall, 1), "setup_s": round(setup_s, 1),
-                "interrupted": interrupted,
+                "jvm_flags": args.jvm_flags, "driver_memory": args.driver_memory, "wall_s": round(wall, 1),
+                "setup_s": round(setup_s, 1), "interrupted": interrupted,
                 "queries_per_s": round(tot.queries / wall, 2),
                 "load_before": [round(x, 2) for x in load_before],
                 "load_after": [round(x, 2) for x in os.getloadavg()],
@@ -1032,6 +1032,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep-rounds", type=int, default=0)
     p.add_argument("--json", default=None)
     p.add_argument("--jvm-flags", default="", help="JVM flags for the local driver (its executors run in it)")
+    p.add_argument("--driver-memory", default="2g", help="the local driver's heap (spark.driver.memory)")
     args = p.parse_args(argv)
     if not args.formats or any(f not in FORMATS for f in args.formats.split(",")):
         p.error(f"--formats: a comma-separated list of {', '.join(FORMATS)}")
